@@ -1,0 +1,116 @@
+#include "CLarderSupport.h"
+
+#include <string.h>
+
+/* Software fallback: slicing-by-8 tables, built once. */
+static uint32_t table[8][256];
+static int table_ready;
+
+static void build_table(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = table[0][n];
+        for (int k = 1; k < 8; k++) {
+            c = table[0][c & 0xFF] ^ (c >> 8);
+            table[k][n] = c;
+        }
+    }
+    __atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
+}
+
+static uint32_t crc_software(uint32_t crc, const uint8_t *p, size_t n) {
+    if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE)) build_table();
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        w ^= crc; /* little-endian hosts only; see Package.swift */
+        crc = table[7][w & 0xFF] ^ table[6][(w >> 8) & 0xFF] ^ table[5][(w >> 16) & 0xFF] ^
+              table[4][(w >> 24) & 0xFF] ^ table[3][(w >> 32) & 0xFF] ^ table[2][(w >> 40) & 0xFF] ^
+              table[1][(w >> 48) & 0xFF] ^ table[0][w >> 56];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return crc;
+}
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+
+__attribute__((target("sse4.2")))
+static uint32_t crc_hardware(uint32_t crc, const uint8_t *p, size_t n) {
+    uint64_t c = crc;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c = _mm_crc32_u64(c, w);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--) c32 = _mm_crc32_u8(c32, *p++);
+    return c32;
+}
+
+static int hardware_available(void) {
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+#elif defined(__aarch64__)
+#include <arm_acle.h>
+#if defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_CRC32
+#define HWCAP_CRC32 (1 << 7)
+#endif
+#endif
+
+__attribute__((target("crc")))
+static uint32_t crc_hardware(uint32_t crc, const uint8_t *p, size_t n) {
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        crc = __crc32cd(crc, w);
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = __crc32cb(crc, *p++);
+    return crc;
+}
+
+static int hardware_available(void) {
+#if defined(__APPLE__)
+    return 1; /* every Apple arm64 CPU has the CRC extension */
+#elif defined(__linux__)
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = (getauxval(AT_HWCAP) & HWCAP_CRC32) ? 1 : 0;
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+#else
+    return 0;
+#endif
+}
+#else
+static uint32_t crc_hardware(uint32_t crc, const uint8_t *p, size_t n) { return crc_software(crc, p, n); }
+static int hardware_available(void) { return 0; }
+#endif
+
+uint32_t lrd_crc32c(uint32_t crc, const void *data, size_t length) {
+    const uint8_t *p = (const uint8_t *)data;
+    crc = ~crc;
+    crc = hardware_available() ? crc_hardware(crc, p, length) : crc_software(crc, p, length);
+    return ~crc;
+}

@@ -1,0 +1,61 @@
+#if defined(__linux__)
+#define _GNU_SOURCE
+#endif
+#include "CLarderSupport.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__linux__) && !defined(F_OFD_SETLK)
+#define F_OFD_SETLK 37
+#define F_OFD_SETLKW 38
+#endif
+
+int lrd_lock_byte(int fd, uint64_t start, int mode, int wait) {
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = mode == LRD_UNLOCK ? F_UNLCK : (mode == LRD_LOCK_SHARED ? F_RDLCK : F_WRLCK);
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)start;
+    fl.l_len = 1;
+#if defined(__linux__)
+    int cmd = wait ? F_OFD_SETLKW : F_OFD_SETLK;
+#else
+    int cmd = wait ? F_SETLKW : F_SETLK;
+#endif
+    for (;;) {
+        if (fcntl(fd, cmd, &fl) == 0) return 0;
+        if (errno != EINTR) return errno;
+    }
+}
+
+int lrd_preallocate(int fd, uint64_t offset, uint64_t length) {
+#if defined(__APPLE__)
+    struct stat st;
+    if (fstat(fd, &st) != 0) return errno;
+    uint64_t end = offset + length;
+    if ((uint64_t)st.st_size >= end) return 0;
+    fstore_t store;
+    memset(&store, 0, sizeof store);
+    store.fst_flags = F_ALLOCATECONTIG;
+    store.fst_posmode = F_PEOFPOSMODE;
+    store.fst_offset = 0;
+    store.fst_length = (off_t)(end - (uint64_t)st.st_size);
+    if (fcntl(fd, F_PREALLOCATE, &store) == -1) {
+        store.fst_flags = F_ALLOCATEALL;
+        if (fcntl(fd, F_PREALLOCATE, &store) == -1) return errno;
+    }
+    for (;;) {
+        if (ftruncate(fd, (off_t)end) == 0) return 0;
+        if (errno != EINTR) return errno;
+    }
+#else
+    for (;;) {
+        int rc = posix_fallocate(fd, (off_t)offset, (off_t)length);
+        if (rc != EINTR) return rc;
+    }
+#endif
+}

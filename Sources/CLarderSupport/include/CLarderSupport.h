@@ -1,0 +1,73 @@
+/*
+ * CLarderSupport: the few primitives the Swift core needs that Swift cannot
+ * spell portably. Every symbol is prefixed `lrd_` so it can never collide with
+ * the public C API (`larder_*`, include/larder.h).
+ *
+ * Nothing here knows the file format; it is checksums, hashing, atomics on
+ * shared (mapped) memory and byte-range file locks.
+ */
+#ifndef CLARDER_SUPPORT_H
+#define CLARDER_SUPPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* CRC32C (Castagnoli, reflected polynomial 0x82F63B78), chainable:
+ * lrd_crc32c(lrd_crc32c(0, a), b) == lrd_crc32c(0, a ++ b).
+ * Uses SSE4.2 or the ARMv8 CRC instructions when the CPU has them. */
+uint32_t lrd_crc32c(uint32_t crc, const void *data, size_t length);
+
+/* XXH64 with the given seed, bit-exact with the reference xxHash. */
+uint64_t lrd_xxh64(const void *data, size_t length, uint64_t seed);
+
+/* Atomics on memory that other threads or processes share through the map.
+ * Swift's own atomics cannot be placed on a raw address, hence these. */
+static inline uint64_t lrd_load_acquire_u64(const void *p) {
+    return __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
+}
+static inline void lrd_store_release_u64(void *p, uint64_t v) {
+    __atomic_store_n((uint64_t *)p, v, __ATOMIC_RELEASE);
+}
+static inline uint8_t lrd_load_relaxed_u8(const void *p) {
+    return __atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED);
+}
+static inline void lrd_store_relaxed_u8(void *p, uint8_t v) {
+    __atomic_store_n((uint8_t *)p, v, __ATOMIC_RELAXED);
+}
+static inline void lrd_store_release_u8(void *p, uint8_t v) {
+    __atomic_store_n((uint8_t *)p, v, __ATOMIC_RELEASE);
+}
+static inline uint64_t lrd_fetch_add_u64(void *p, uint64_t v) {
+    return __atomic_fetch_add((uint64_t *)p, v, __ATOMIC_RELAXED);
+}
+static inline uint64_t lrd_exchange_u64(void *p, uint64_t v) {
+    return __atomic_exchange_n((uint64_t *)p, v, __ATOMIC_RELAXED);
+}
+static inline uint64_t lrd_load_relaxed_u64(const void *p) {
+    return __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
+}
+static inline void lrd_fence_acquire(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
+static inline void lrd_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
+
+/* Advisory byte-range lock on `fd` covering [start, start + 1).
+ * Linux: open-file-description locks (F_OFD_SETLK), owned by the descriptor,
+ * released when it closes or the process dies. Apple platforms: POSIX record
+ * locks (F_SETLK), owned by the process.
+ * Returns 0, or an errno value (EAGAIN/EWOULDBLOCK/EACCES when `wait` is 0 and
+ * another holder conflicts). */
+enum { LRD_UNLOCK = 0, LRD_LOCK_SHARED = 1, LRD_LOCK_EXCLUSIVE = 2 };
+int lrd_lock_byte(int fd, uint64_t start, int mode, int wait);
+
+/* Reserve disk blocks for [offset, offset + length) so that later writes
+ * through the map cannot fail with SIGBUS on a full disk. Extends the file
+ * when the range ends past it. Returns 0 or an errno value. */
+int lrd_preallocate(int fd, uint64_t offset, uint64_t length);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,236 @@
+import Foundation
+
+/// A persistent, memory-mapped cache in a single file, with a hard byte capacity, approximately
+/// least-recently-used eviction and per-entry expiry.
+///
+/// ```swift
+/// let cache = try Cache(path: "app.larder", options: .init(capacity: .megabytes(64)))
+/// try cache.set(Data("hello".utf8), forKey: "greeting", expiry: .seconds(3600))
+/// let value = try cache.data(forKey: "greeting")
+/// ```
+///
+/// One `Cache` may be shared by any number of threads. Reads run concurrently with each other;
+/// writes take turns. Values are read straight out of the mapping: `withValue(forKey:_:)` lends
+/// them without a copy.
+///
+/// The corresponding C type is `larder`, opened with `larder_open`.
+public final class Cache: @unchecked Sendable {
+    /// How a cache is created or opened.
+    public struct Options: Sendable {
+        /// The most bytes the file may ever take. `nil` keeps the capacity of an existing file, and
+        /// creates new files with 64 MiB. A larger value grows an existing file's limit; a smaller
+        /// one lowers it while the file has not grown past it yet.
+        public var capacity: ByteCount?
+        /// Page size of a new file: a power of two from 4096 to 65536. Ignored when opening.
+        public var pageSize: Int
+        /// Expiry for writes that do not name one.
+        public var defaultExpiry: Expiry
+        /// Open without the right to change anything; fails when the file does not exist.
+        public var readOnly: Bool
+        /// Permission bits for a new file (default `0o600`: owner only).
+        public var permissions: UInt16
+
+        public init(capacity: ByteCount? = nil, pageSize: Int = 4096, defaultExpiry: Expiry = .never,
+                    readOnly: Bool = false, permissions: UInt16 = 0o600) {
+            self.capacity = capacity
+            self.pageSize = pageSize
+            self.defaultExpiry = defaultExpiry
+            self.readOnly = readOnly
+            self.permissions = permissions
+        }
+    }
+
+    /// The longest key, in bytes.
+    public static let maximumKeyLength = CacheStore.maximumKeyLength
+
+    /// The file this cache lives in.
+    public let path: String
+    /// The options it was opened with.
+    public let options: Options
+
+    private let lock = ReadWriteLock()
+    private let store: CacheStore
+
+    /// Opens the cache file at `path`, creating it if needed. A file that was not closed cleanly
+    /// (its process crashed) is checked and repaired first.
+    ///
+    /// The corresponding C function is `larder_open`.
+    public init(path: String, options: Options = Options()) throws(LarderError) {
+        self.path = path
+        self.options = options
+        store = try CacheStore.open(path: path, configuration: .init(
+            capacity: options.capacity?.bytes, pageSize: options.pageSize,
+            readOnly: options.readOnly, permissions: options.permissions))
+    }
+
+    deinit {
+        try? store.close()
+    }
+
+    // MARK: - Writing
+
+    /// Stores `value` for `key`, replacing any earlier value. When the cache is full, the least
+    /// recently used entries are evicted to make room.
+    ///
+    /// - Parameters:
+    ///   - value: The bytes to store: `Data`, `[UInt8]`, an `UnsafeRawBufferPointer`, ...
+    ///   - key: 1 to 4096 bytes.
+    ///   - expiry: When the entry stops being returned; `nil` uses `options.defaultExpiry`.
+    /// - Throws: `.tooLarge` for a value the cache can never hold, `.invalidArgument` for an empty
+    ///   key, `.full` when the disk refuses more space, `.readOnly`, `.closed`.
+    ///
+    /// The corresponding C function is `larder_put`.
+    public func set(_ value: some ContiguousBytes, forKey key: some CacheKey, expiry: Expiry? = nil) throws(LarderError) {
+        let deadline = (expiry ?? options.defaultExpiry).deadline(now: SystemCall.nowMilliseconds())
+        let result: Result<Void, LarderError> = key.withCacheKeyBytes { keyBytes in
+            value.withUnsafeBytes { valueBytes in
+                Result { () throws(LarderError) in
+                    try write { () throws(LarderError) in
+                        try store.put(key: keyBytes, value: valueBytes, rawLength: valueBytes.count,
+                                      flags: 0, expiresAt: deadline)
+                    }
+                }
+            }
+        }
+        try result.get()
+    }
+
+    /// Removes the value for `key`.
+    ///
+    /// - Returns: Whether there was a live value to remove.
+    ///
+    /// The corresponding C function is `larder_delete`.
+    @discardableResult
+    public func removeValue(forKey key: some CacheKey) throws(LarderError) -> Bool {
+        try key.withCacheKeyBytes { keyBytes in
+            Result { () throws(LarderError) in try write { () throws(LarderError) in try store.remove(key: keyBytes) } }
+        }.get()
+    }
+
+    /// Removes every entry, in time independent of how many there are.
+    ///
+    /// The corresponding C function is `larder_clear`.
+    public func removeAll() throws(LarderError) {
+        try write { () throws(LarderError) in try store.removeAll() }
+    }
+
+    // MARK: - Reading
+
+    /// Lends the value for `key` to `body` without copying it, straight from the mapped file.
+    ///
+    /// The buffer is valid only during `body`; do not let it escape. Writing to this cache from
+    /// inside `body` throws `.invalidArgument` (it would deadlock); reads are fine.
+    ///
+    /// - Returns: What `body` returns, or `nil` when the key is missing or expired.
+    /// - Throws: `.corrupt` when the stored value fails its checksum; whatever `body` throws.
+    ///
+    /// The corresponding C function is `larder_get` (which copies into the caller's buffer).
+    public func withValue<R>(forKey key: some CacheKey, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        let outcome: Result<R?, any Error> = key.withCacheKeyBytes { keyBytes in
+            lock.withReadLock {
+                do {
+                    guard let location = try store.locateValue(forKey: keyBytes) else { return .success(nil) }
+                    let bytes = store.storedBytes(of: location)
+                    return .success(try BorrowMarker.borrowing(self) { try body(bytes) })
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// The value for `key` as `Data`, or `nil` when it is missing or expired.
+    ///
+    /// The corresponding C function is `larder_get_alloc`.
+    public func data(forKey key: some CacheKey) throws(LarderError) -> Data? {
+        try read(key) { Data($0) }
+    }
+
+    /// The value for `key` as bytes, or `nil` when it is missing or expired.
+    public func bytes(forKey key: some CacheKey) throws(LarderError) -> [UInt8]? {
+        try read(key) { Array($0) }
+    }
+
+    /// Whether a live, unexpired value exists for `key`. A closed cache or an invalid key answers
+    /// `false`.
+    ///
+    /// The corresponding C function is `larder_contains`.
+    public func contains(_ key: some CacheKey) -> Bool {
+        key.withCacheKeyBytes { keyBytes in
+            lock.withReadLock { (try? store.contains(key: keyBytes)) ?? false }
+        }
+    }
+
+    // MARK: - Size and statistics
+
+    /// Number of live entries (expired ones count until they are reclaimed).
+    public var count: Int { lock.withReadLock { store.isClosed ? 0 : store.state.entryCount } }
+
+    /// Bytes of live values as callers see them.
+    public var totalBytes: Int { lock.withReadLock { store.isClosed ? 0 : store.state.liveRawBytes } }
+
+    /// Size of the cache file in bytes; never more than `capacity`.
+    public var fileBytes: Int { lock.withReadLock { store.isClosed ? 0 : store.ringEnd } }
+
+    /// The most bytes the file may take.
+    public var capacity: Int { lock.withReadLock { store.capacity } }
+
+    /// Counters and sizes, in one consistent snapshot.
+    ///
+    /// The corresponding C function is `larder_stats`.
+    public var stats: CacheStatistics {
+        lock.withReadLock {
+            let state = store.state
+            let open = !store.isClosed
+            return CacheStatistics(
+                entryCount: open ? state.entryCount : 0, liveBytes: open ? state.liveRawBytes : 0,
+                storedBytes: open ? state.liveStoredBytes : 0, recordBytes: open ? state.liveRecordBytes : 0,
+                fileBytes: open ? store.ringEnd : 0, capacity: store.capacity,
+                hits: store.counter(.hits), misses: store.counter(.misses), inserts: store.counter(.inserts),
+                updates: store.counter(.updates), removals: store.counter(.removals),
+                evictions: store.counter(.evictions), expirations: store.counter(.expirations),
+                relocations: store.counter(.relocations), recoveries: store.counter(.recoveries))
+        }
+    }
+
+    /// Whether opening this cache found it not closed cleanly and rebuilt it.
+    public var wasRecovered: Bool { store.recoveredOnOpen }
+
+    // MARK: - Durability and lifetime
+
+    /// Makes every write so far durable: after `sync()` returns, a power loss loses none of it.
+    ///
+    /// The corresponding C function is `larder_sync`.
+    public func sync() throws(LarderError) {
+        try write { () throws(LarderError) in try store.sync() }
+    }
+
+    /// Flushes the cache, marks the file cleanly closed and releases it. Later calls on this
+    /// cache throw `.closed`. Calling `close()` again does nothing.
+    ///
+    /// The corresponding C function is `larder_close`.
+    public func close() throws(LarderError) {
+        try lock.withWriteLock { () throws(LarderError) in try store.close() }
+    }
+
+    // MARK: - Locking
+
+    private func write<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
+        if BorrowMarker.isBorrowed(self) {
+            throw LarderError(.invalidArgument, "cannot change the cache from inside withValue(forKey:_:) on the same thread", path: path)
+        }
+        return try lock.withWriteLock(body)
+    }
+
+    private func read<R>(_ key: some CacheKey, _ transform: (UnsafeRawBufferPointer) -> R) throws(LarderError) -> R? {
+        try key.withCacheKeyBytes { keyBytes in
+            Result { () throws(LarderError) -> R? in
+                try lock.withReadLock { () throws(LarderError) -> R? in
+                    guard let location = try store.locateValue(forKey: keyBytes) else { return nil }
+                    return transform(store.storedBytes(of: location))
+                }
+            }
+        }.get()
+    }
+}

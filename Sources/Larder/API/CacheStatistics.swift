@@ -1,0 +1,43 @@
+/// A snapshot of what a cache holds and how it has been used.
+///
+/// The counters persist in the file and add up over every process that used it; the hits and
+/// misses of other processes appear once those processes sync or close.
+public struct CacheStatistics: Hashable, Sendable {
+    /// Live entries.
+    public var entryCount: Int
+    /// Bytes of live values as the caller sees them (decompressed).
+    public var liveBytes: Int
+    /// Bytes of live values as stored (after compression).
+    public var storedBytes: Int
+    /// Bytes the live records occupy, headers and keys included.
+    public var recordBytes: Int
+    /// Size of the file.
+    public var fileBytes: Int
+    /// The byte limit the file never exceeds.
+    public var capacity: Int
+    public var hits: UInt64
+    public var misses: UInt64
+    /// Keys stored that were not in the cache.
+    public var inserts: UInt64
+    /// Keys stored that replaced a value.
+    public var updates: UInt64
+    public var removals: UInt64
+    /// Entries dropped to make room.
+    public var evictions: UInt64
+    /// Entries dropped because their time was up.
+    public var expirations: UInt64
+    /// Entries moved to the head of the ring because they were read (CLOCK's second chance).
+    public var relocations: UInt64
+    /// How many times the file was rebuilt after an unclean close.
+    public var recoveries: UInt64
+
+    /// Live bytes per stored byte: above 1 when compression pays.
+    public var compressionRatio: Double {
+        storedBytes == 0 ? 1 : Double(liveBytes) / Double(storedBytes)
+    }
+
+    /// Hits per lookup, 0 when there were none.
+    public var hitRatio: Double {
+        hits + misses == 0 ? 0 : Double(hits) / Double(hits + misses)
+    }
+}

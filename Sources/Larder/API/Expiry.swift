@@ -1,0 +1,32 @@
+import Foundation
+
+/// When an entry stops being returned.
+///
+/// Expiry is wall-clock time stored with each record in milliseconds since 1970, so every process
+/// sharing the file agrees on it. An expired entry is never returned; its space is reclaimed
+/// when the ring comes around to it.
+public enum Expiry: Hashable, Sendable {
+    /// The entry stays until it is evicted, replaced or removed.
+    case never
+    /// The entry expires this many seconds after it is stored.
+    case seconds(Double)
+    /// The entry expires at this moment.
+    case date(Date)
+
+    /// Milliseconds since the Unix epoch to store in the record; 0 means never.
+    func deadline(now: UInt64) -> UInt64 {
+        switch self {
+        case .never:
+            return 0
+        case .seconds(let seconds):
+            guard seconds.isFinite else { return seconds > 0 ? 0 : 1 }
+            let delta = (seconds * 1000).rounded(.up)
+            if delta <= 0 { return 1 }
+            return now &+ UInt64(min(delta, Double(UInt64.max / 2)))
+        case .date(let date):
+            let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.up)
+            guard milliseconds.isFinite else { return milliseconds > 0 ? 0 : 1 }
+            return milliseconds <= 1 ? 1 : UInt64(min(milliseconds, Double(UInt64.max / 2)))
+        }
+    }
+}

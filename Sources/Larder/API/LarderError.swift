@@ -1,0 +1,72 @@
+/// An error from a Larder cache: what went wrong, in words, and the file it concerns.
+///
+/// Every failure of the library surfaces as a `LarderError`; no call traps on bad input or on a
+/// damaged file. The ``Code`` values correspond one-to-one to the negative status codes of the
+/// C API (`LARDER_INVALID_ARGUMENT`, `LARDER_TOO_LARGE`, ...).
+public struct LarderError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The kind of failure. Stable across releases: match on it, not on the message.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: Int32
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+
+        /// A key, value, option or argument is not acceptable (empty key, bad page size, ...).
+        public static let invalidArgument = Code(rawValue: -1)
+        /// A key or value is larger than the cache can ever hold.
+        public static let tooLarge = Code(rawValue: -2)
+        /// The operating system refused a file operation (see the message for errno's text).
+        public static let io = Code(rawValue: -3)
+        /// The file is damaged in a way that cannot be repaired on open.
+        public static let corrupt = Code(rawValue: -4)
+        /// The file is not a Larder cache, or needs a newer version of Larder.
+        public static let incompatible = Code(rawValue: -5)
+        /// A write was attempted on a cache opened read-only.
+        public static let readOnly = Code(rawValue: -6)
+        /// Memory could not be allocated.
+        public static let noMemory = Code(rawValue: -7)
+        /// The disk or the file system refused to give the cache more room.
+        public static let full = Code(rawValue: -8)
+        /// The cache was closed.
+        public static let closed = Code(rawValue: -9)
+        /// Another process has the file open in a way that excludes this open.
+        public static let busy = Code(rawValue: -10)
+
+        public var description: String {
+            switch self {
+            case .invalidArgument: "invalid argument"
+            case .tooLarge: "too large"
+            case .io: "I/O error"
+            case .corrupt: "corrupt file"
+            case .incompatible: "incompatible file"
+            case .readOnly: "read-only"
+            case .noMemory: "out of memory"
+            case .full: "disk full"
+            case .closed: "closed"
+            case .busy: "busy"
+            default: "error \(rawValue)"
+            }
+        }
+    }
+
+    /// The kind of failure.
+    public let code: Code
+    /// What happened, for a person reading a log.
+    public let message: String
+    /// The cache file concerned, when there is one.
+    public let path: String?
+
+    public init(_ code: Code, _ message: String, path: String? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+    }
+
+    public var description: String {
+        if let path { return "Larder \(code) (\(path)): \(message)" }
+        return "Larder \(code): \(message)"
+    }
+
+    /// The same error, naming `path` when it did not name a file yet.
+    func at(_ path: String) -> LarderError {
+        self.path == nil ? LarderError(code, message, path: path) : self
+    }
+}

@@ -1,0 +1,129 @@
+/// The ring: how space for records is found.
+///
+/// The data area `[ringStart, ringEnd)` is a circular log. New records go at the head; the tail
+/// is the oldest record still in the log. `spanBytes` counts everything from the tail to the head
+/// in ring order; the rest is the gap, free except for index segments parked in it. Space is made
+/// at the head by reclaiming records at the tail (Eviction/TailReclaimer.swift): dead ones are
+/// skipped, live ones are relocated to the head or evicted. While the file is below its capacity
+/// it grows instead of wrapping.
+///
+/// Index segments are islands: neither head nor tail ever writes over or moves a live one.
+extension CacheStore {
+    /// What ends the free run in front of the head.
+    enum Obstacle: Equatable {
+        case tail
+        case ringEnd
+        case island(start: Int, end: Int)
+    }
+
+    /// The live index segments, as `[start, end)` ranges.
+    var islands: [(start: Int, end: Int)] {
+        [meta.activeIndex, meta.drainingIndex].filter(\.exists).map {
+            ($0.offset, $0.offset + IndexSegment.byteCount(slotCount: $0.slotCount, pageSize: pageSize))
+        }
+    }
+
+    /// Bytes of the ring (at full capacity) not taken by index segments.
+    var usableRingBytes: Int {
+        capacity - ringStart - islands.reduce(0) { $0 + ($1.end - $1.start) }
+    }
+
+    /// Free bytes kept in front of the head while reclaiming, so that records read since the
+    /// tail last passed can be relocated rather than evicted.
+    var reclaimSlack: Int {
+        min((capacity - ringStart) / 16, 256 << 10) & ~(FileLayout.recordAlignment - 1)
+    }
+
+    /// The end of the free run starting at the head, and what ends it.
+    func freeRun(from head: Int) -> (limit: Int, obstacle: Obstacle) {
+        var limit = ringEnd
+        var obstacle = Obstacle.ringEnd
+        if state.spanBytes > 0 && state.tail >= head {
+            limit = state.tail
+            obstacle = .tail
+        }
+        for island in islands where island.start >= head && island.start < limit {
+            limit = island.start
+            obstacle = .island(start: island.start, end: island.end)
+        }
+        return (limit, obstacle)
+    }
+
+    /// The largest record that can ever be placed: the longest stretch of the ring, at full
+    /// capacity, between index segments.
+    var largestPlaceableRecord: Int {
+        var longest = 0
+        var position = ringStart
+        for island in islands.sorted(by: { $0.start < $1.start }) {
+            longest = max(longest, island.start - position)
+            position = island.end
+        }
+        return max(longest, capacity - position)
+    }
+
+    /// Makes `size` bytes at the head free, starting at a multiple of `alignment`, and returns
+    /// that offset. The caller writes the record there and then calls `advanceHead(past:)`.
+    func reserve(_ size: Int, alignment: Int = FileLayout.recordAlignment) throws(LarderError) -> Int {
+        precondition(size > 0 && size % FileLayout.recordAlignment == 0)
+        var relocationBudget = max(4 * size, 64 << 10)
+        // A bound on the work, so that a damaged ring can never make this spin.
+        var steps = 0
+        let stepLimit = 4 * (ringEnd - ringStart) / FileLayout.recordAlignment + 64
+        while true {
+            steps += 1
+            if steps > stepLimit {
+                throw LarderError(.corrupt, "the ring is inconsistent (no progress while making room)", path: path)
+            }
+            let head = state.head
+            let start = FileLayout.alignUp(head, alignment)
+            let (limit, obstacle) = freeRun(from: head)
+            if start + size <= limit {
+                // Against the tail, reclaim a little more than needed: relocating a record that
+                // was read needs room in front of the head.
+                if obstacle != .tail || limit - start >= size + reclaimSlack {
+                    if start > head { pad(from: head, to: start) }
+                    return start
+                }
+            }
+            switch obstacle {
+            case .tail:
+                try reclaimTailRecord(relocationBudget: &relocationBudget)
+            case .island(let islandStart, let islandEnd):
+                pad(from: head, to: islandStart)
+                state.head = islandEnd
+                state.spanBytes += islandEnd - islandStart
+            case .ringEnd:
+                if ringEnd < capacity {
+                    try growFile(toFit: start + size)
+                } else {
+                    pad(from: head, to: ringEnd)
+                    state.head = ringStart
+                }
+            }
+        }
+    }
+
+    /// Moves the head past a record of `size` bytes just written at it.
+    func advanceHead(past size: Int) {
+        state.head += size
+        state.spanBytes += size
+    }
+
+    /// Fills `[from, to)` at the head with a padding record and takes it into the span.
+    private func pad(from start: Int, to end: Int) {
+        guard end > start else { return }
+        RecordHeader.writePadding(to: file, at: start, length: end - start)
+        state.head = end
+        state.spanBytes += end - start
+    }
+
+    /// Grows the file (in steps of up to half its size, at most 64 MiB) so that it reaches at
+    /// least `needed`, never past the capacity.
+    private func growFile(toFit needed: Int) throws(LarderError) {
+        let step = max(min(ringEnd / 2, 64 << 20), 1 << 20)
+        let target = min(capacity, FileLayout.alignUp(max(needed, ringEnd + step), pageSize))
+        try file.grow(to: target)
+        meta.fileSize = target
+        try writeMeta()
+    }
+}

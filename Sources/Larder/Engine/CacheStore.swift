@@ -1,0 +1,309 @@
+import CLarderSupport
+
+/// The storage engine behind `Cache`: one mapped cache file, its ring of records, its index.
+///
+/// Not thread-safe by itself: `Cache` calls the reading methods (marked "reader") under a shared
+/// lock and everything else under an exclusive one. Readers change nothing but access bits and
+/// process-local counters, both atomically.
+///
+/// The engine is split by concern: opening and closing (here), the ring allocator (Allocator/),
+/// eviction (Eviction/), index maintenance (Index/), recovery (Recovery/), reads and writes
+/// (Engine/).
+final class CacheStore {
+    struct Configuration {
+        /// Bytes; nil keeps the file's capacity (or uses the default when creating).
+        var capacity: Int?
+        var pageSize: Int
+        var readOnly: Bool
+        var permissions: UInt16
+    }
+
+    static let defaultCapacity = 64 << 20
+    static let maximumKeyLength = 4096
+
+    /// Bytes of the file's lock space (advisory locks; they never touch data).
+    enum LockByte {
+        /// Held exclusively while a process opens or closes the file.
+        static let transition: UInt64 = 0
+        /// Held by every process that has the file open.
+        static let users: UInt64 = 1
+    }
+
+    let file: MappedFile
+    let pageSize: Int
+    let ringStart: Int
+    let isReadOnly: Bool
+    var meta: Meta
+    let state: SharedState
+    var active: HashTable
+    var draining: HashTable?
+    private(set) var isClosed = false
+    /// Hits and misses of this process not yet added to the file's counters (atomic cells).
+    let localCounters: UnsafeMutablePointer<UInt64>
+    /// Whether the last open found the file unclean and rebuilt it.
+    private(set) var recoveredOnOpen = false
+
+    var path: String { file.path }
+    var capacity: Int { meta.capacity }
+    var ringEnd: Int { meta.fileSize }
+    var seed: UInt32 { meta.checksumSeed }
+
+    private init(file: MappedFile, meta: Meta, readOnly: Bool) {
+        self.file = file
+        self.meta = meta
+        self.pageSize = meta.pageSize
+        self.ringStart = FileLayout.dataStart(pageSize: meta.pageSize)
+        self.isReadOnly = readOnly
+        self.state = SharedState(file: file, pageSize: meta.pageSize)
+        self.localCounters = .allocate(capacity: 2)
+        localCounters.initialize(repeating: 0, count: 2)
+        // A placeholder until `attachTables()` finds the real ones.
+        self.scratchPlaceholder = .allocate(capacity: HashTable.minimumSlotCount)
+        scratchPlaceholder.initialize(repeating: 0, count: HashTable.minimumSlotCount)
+        self.active = HashTable(slots: scratchPlaceholder, slotCount: HashTable.minimumSlotCount)
+        self.draining = nil
+    }
+    private let scratchPlaceholder: UnsafeMutablePointer<UInt64>
+
+    deinit {
+        localCounters.deallocate()
+        scratchPlaceholder.deallocate()
+    }
+
+    // MARK: - Opening
+
+    /// Opens the cache at `path`, creating it when it does not exist (unless read-only), and
+    /// repairs it when the last process to use it did not close it cleanly.
+    static func open(path: String, configuration: Configuration) throws(LarderError) -> CacheStore {
+        guard FileLayout.isValidPageSize(configuration.pageSize) else {
+            throw LarderError(.invalidArgument, "page size must be a power of two from 4096 to 65536, not \(configuration.pageSize)", path: path)
+        }
+        if let capacity = configuration.capacity {
+            let minimum = FileLayout.minimumCapacity(pageSize: configuration.pageSize)
+            guard capacity >= minimum, capacity <= FileLayout.maximumFileSize else {
+                throw LarderError(.invalidArgument, "capacity must be from \(minimum) bytes to 1 TiB, not \(capacity)", path: path)
+            }
+        }
+        let descriptor = try FileDescriptor.open(path, create: !configuration.readOnly, readOnly: configuration.readOnly,
+                                                 permissions: configuration.permissions)
+        var owner: MappedFile?
+        do throws(LarderError) {
+            // Opening and closing are serialized between processes. A dead process's locks are
+            // released by the kernel, so this never waits on the dead.
+            try descriptor.lock(byte: LockByte.transition, .exclusive, wait: true)
+            guard try descriptor.lock(byte: LockByte.users, configuration.readOnly ? .shared : .exclusive, wait: false) else {
+                throw LarderError(.busy, "the cache is open elsewhere (another process, or another handle in this one); sharing one file is not supported yet")
+            }
+            let store: CacheStore
+            if try descriptor.size() == 0 {
+                guard !configuration.readOnly else {
+                    throw LarderError(.invalidArgument, "no cache file here (the file is empty)")
+                }
+                store = try create(descriptor, configuration: configuration, owner: &owner)
+            } else {
+                store = try openExisting(descriptor, configuration: configuration, owner: &owner)
+            }
+            try descriptor.lock(byte: LockByte.transition, .unlock, wait: false)
+            return store
+        } catch {
+            if owner == nil { descriptor.close() }
+            throw error.at(path)
+        }
+    }
+
+    private static func create(_ descriptor: FileDescriptor, configuration: Configuration,
+                               owner: inout MappedFile?) throws(LarderError) -> CacheStore {
+        let pageSize = configuration.pageSize
+        let capacity = FileLayout.alignUp(configuration.capacity ?? defaultCapacity, pageSize)
+        let dataStart = FileLayout.dataStart(pageSize: pageSize)
+        let segmentBytes = IndexSegment.byteCount(slotCount: HashTable.minimumSlotCount, pageSize: pageSize)
+        let initialSize = min(capacity, FileLayout.alignUp(dataStart + segmentBytes + (1 << 20), pageSize))
+        let now = SystemCall.nowMilliseconds()
+        let meta = Meta(sequence: 1, writeVersion: FileLayout.formatVersion, readVersion: FileLayout.readVersion,
+                        pageSize: pageSize, capacity: capacity, fileSize: initialSize, createdAt: now,
+                        firstValidSequence: 1,
+                        activeIndex: IndexLocation(offset: dataStart, slotCount: HashTable.minimumSlotCount),
+                        drainingIndex: .none, checksumSeed: UInt32.random(in: 1...UInt32.max))
+        let file = try MappedFile(descriptor, readOnly: false, mappedLength: capacity)
+        owner = file
+        try file.grow(to: initialSize)
+        let store = CacheStore(file: file, meta: meta, readOnly: false)
+        store.state.format()
+        IndexSegment.format(in: file, at: dataStart, slotCount: HashTable.minimumSlotCount, byteCount: segmentBytes,
+                            sequence: 1, now: now, seed: meta.checksumSeed)
+        store.state.head = dataStart + segmentBytes
+        store.state.tail = dataStart + segmentBytes
+        store.state.spanBytes = 0
+        store.state.nextSequence = 2
+        // Both copies start identical; from now on writes alternate between them.
+        for page in 0..<FileLayout.metaPageCount {
+            meta.encode(into: file.mutableBytes(at: page * pageSize, count: Meta.encodedSize))
+        }
+        try store.attachTables()
+        try file.flush()
+        try store.markInUse()
+        return store
+    }
+
+    private static func openExisting(_ descriptor: FileDescriptor, configuration: Configuration,
+                                     owner: inout MappedFile?) throws(LarderError) -> CacheStore {
+        var meta = try readMeta(descriptor)
+        if meta.readVersion > FileLayout.formatVersion {
+            throw LarderError(.incompatible, "the file needs Larder format \(meta.readVersion) or newer; this build reads format \(FileLayout.formatVersion)")
+        }
+        if let reason = meta.validationFailure() {
+            throw LarderError(.corrupt, "meta page: \(reason)")
+        }
+        // A newer writer may have added things this code would not maintain: look, don't touch.
+        let readOnly = configuration.readOnly || meta.writeVersion > FileLayout.formatVersion
+        var metaChanged = false
+        if !readOnly, let requested = configuration.capacity.map({ FileLayout.alignUp($0, meta.pageSize) }),
+           requested != meta.capacity, requested >= meta.fileSize {
+            // Growing is free; shrinking is possible while the file has not grown past the new size.
+            meta.capacity = requested
+            metaChanged = true
+        }
+        let diskSize = try descriptor.size()
+        let file = try MappedFile(descriptor, readOnly: readOnly, mappedLength: meta.capacity)
+        owner = file
+        let store = CacheStore(file: file, meta: meta, readOnly: readOnly)
+        let truncated = diskSize < meta.fileSize
+        if truncated {
+            // The ring cannot end past the real end of the file.
+            store.meta.fileSize = max(store.ringStart + meta.pageSize, diskSize / meta.pageSize * meta.pageSize)
+            file.adoptSize(min(diskSize, store.meta.fileSize))
+            metaChanged = true
+        } else {
+            file.adoptSize(meta.fileSize)
+        }
+        let usable = !truncated && store.state.isFormatted && store.state.isClean && (try? store.attachTables()) != nil
+            && store.ringStateIsPlausible()
+        if readOnly {
+            guard !truncated, store.state.isFormatted, (try? store.attachTables()) != nil else {
+                throw LarderError(.corrupt, "the file needs recovery; open it read-write once")
+            }
+            return store
+        }
+        if truncated {
+            try file.grow(to: store.meta.fileSize)
+        }
+        if !usable {
+            try store.rebuild()
+            store.recoveredOnOpen = true
+        } else if metaChanged {
+            try store.writeMeta()
+        }
+        try store.markInUse()
+        return store
+    }
+
+    /// Reads both meta copies and returns the newest valid one.
+    private static func readMeta(_ descriptor: FileDescriptor) throws(LarderError) -> Meta {
+        let first = try descriptor.read(count: Meta.encodedSize, at: 0)
+        var candidates: [Result<Meta, Meta.Rejection>] = [first.withUnsafeBytes { Meta.decode($0) }]
+        // The second copy sits one page in; without a valid first copy, try every page size.
+        let pageSizes: [Int]
+        if case .success(let meta) = candidates[0], FileLayout.isValidPageSize(meta.pageSize) {
+            pageSizes = [meta.pageSize]
+        } else {
+            pageSizes = Array(sequence(first: FileLayout.minimumPageSize, next: { $0 * 2 < FileLayout.maximumPageSize * 2 ? $0 * 2 : nil }))
+        }
+        for size in pageSizes {
+            let bytes = try descriptor.read(count: Meta.encodedSize, at: size)
+            let decoded = bytes.withUnsafeBytes { Meta.decode($0) }
+            if case .success(let meta) = decoded, meta.pageSize != size { continue }
+            candidates.append(decoded)
+        }
+        let valid = candidates.compactMap { try? $0.get() }
+        if let best = valid.max(by: { $0.sequence < $1.sequence }) { return best }
+        let damaged = candidates.contains { if case .failure(.damaged) = $0 { return true } else { return false } }
+        if damaged {
+            throw LarderError(.corrupt, "both meta pages are damaged")
+        }
+        throw LarderError(.incompatible, "not a Larder cache file")
+    }
+
+    /// Finds the index tables the meta page names, checking their segment headers.
+    func attachTables() throws(LarderError) {
+        guard let table = IndexSegment.table(in: file, at: meta.activeIndex, pageSize: pageSize, seed: seed) else {
+            throw LarderError(.corrupt, "the index segment at offset \(meta.activeIndex.offset) is damaged", path: path)
+        }
+        active = table
+        if meta.drainingIndex.exists {
+            guard let old = IndexSegment.table(in: file, at: meta.drainingIndex, pageSize: pageSize, seed: seed) else {
+                throw LarderError(.corrupt, "the index segment at offset \(meta.drainingIndex.offset) is damaged", path: path)
+            }
+            draining = old
+        } else {
+            draining = nil
+        }
+    }
+
+    /// Whether the head, tail and span in the shared state describe a possible ring.
+    func ringStateIsPlausible() -> Bool {
+        let head = state.head, tail = state.tail, span = state.spanBytes
+        let aligned = FileLayout.recordAlignment - 1
+        return head >= ringStart && head <= ringEnd && tail >= ringStart && tail <= ringEnd
+            && head & aligned == 0 && tail & aligned == 0 && span >= 0 && span <= ringEnd - ringStart
+            && state.migrationCursor >= 0 && state.migrationCursor <= (draining?.slotCount ?? 0)
+    }
+
+    /// Clears the clean flag durably before any change, so that a crash from here on is noticed.
+    private func markInUse() throws(LarderError) {
+        state.isClean = false
+        try file.flush(state.base, pageSize)
+    }
+
+    /// Writes `meta` to the copy not written last, with the next sequence number.
+    func writeMeta() throws(LarderError) {
+        meta.sequence += 1
+        let page = Int(meta.sequence % UInt64(FileLayout.metaPageCount))
+        meta.encode(into: file.mutableBytes(at: page * pageSize, count: Meta.encodedSize))
+        try file.flush(page * pageSize, pageSize)
+        state.changeCounter &+= 1
+    }
+
+    // MARK: - Closing
+
+    /// Folds this process's counters into the file's.
+    func foldCounters() {
+        let hits = lrd_exchange_u64(localCounters, 0)
+        let misses = lrd_exchange_u64(localCounters + 1, 0)
+        guard !isReadOnly else { return }
+        state.add(hits, to: .hits)
+        state.add(misses, to: .misses)
+    }
+
+    /// Makes everything written so far durable (msync + fsync).
+    func sync() throws(LarderError) {
+        try checkOpen()
+        foldCounters()
+        try file.flush()
+    }
+
+    /// Flushes, marks the file clean and releases it. Idempotent.
+    func close() throws(LarderError) {
+        guard !isClosed else { return }
+        isClosed = true
+        let descriptor = file.descriptor
+        _ = try? descriptor.lock(byte: LockByte.transition, .exclusive, wait: true)
+        defer {
+            _ = try? descriptor.lock(byte: LockByte.users, .unlock, wait: false)
+            _ = try? descriptor.lock(byte: LockByte.transition, .unlock, wait: false)
+        }
+        guard !isReadOnly else { return }
+        foldCounters()
+        try file.flush()
+        state.isClean = true
+        try file.flush(state.base, pageSize)
+    }
+
+    func checkOpen() throws(LarderError) {
+        if isClosed { throw LarderError(.closed, "the cache is closed", path: path) }
+    }
+
+    func checkWritable() throws(LarderError) {
+        try checkOpen()
+        if isReadOnly { throw LarderError(.readOnly, "the cache was opened read-only", path: path) }
+    }
+}

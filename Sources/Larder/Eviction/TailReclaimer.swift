@@ -1,0 +1,94 @@
+/// Eviction: what happens to the record at the tail when the head needs its space.
+///
+/// The policy is CLOCK over the ring (second chance, as in memcached's and CacheLib's FIFO
+/// variants): a read sets the record's access bit without any lock; when the tail reaches a
+/// live record, an expired one is dropped, one that was read since the tail last passed is
+/// copied to the head with the bit cleared, and one that was not is evicted. A key read all the
+/// time is therefore never evicted; the least recently used go first. While the live data is
+/// well below capacity (after removals), unread records are relocated too, so that removing
+/// entries frees room without evicting others. Relocation is bounded per write, so one put never
+/// does work proportional to the cache size.
+extension CacheStore {
+    /// Live record bytes below which unread records are kept (relocated) rather than evicted.
+    var compactionThreshold: Int { usableRingBytes / 4 * 3 }
+
+    /// Processes the record at the tail and moves the tail past it.
+    func reclaimTailRecord(relocationBudget: inout Int) throws(LarderError) {
+        let tail = state.tail
+        if tail >= ringEnd {
+            // Only a damaged state gets here: the tail belongs at the ring's start then.
+            moveTail(to: ringStart, consumed: 0)
+            return
+        }
+        if let length = RecordHeader.paddingLength(in: file, at: tail, limit: ringEnd) {
+            moveTail(to: tail + length, consumed: length)
+            return
+        }
+        guard let header = RecordHeader.read(from: file, at: tail, limit: ringEnd, seed: seed) else {
+            throw LarderError(.corrupt, "unreadable record at offset \(tail) in the ring", path: path)
+        }
+        let size = header.totalSize
+        if header.kind == .entry && header.isLive && header.sequence >= meta.firstValidSequence {
+            let now = SystemCall.nowMilliseconds()
+            if header.isExpired(now: now) {
+                removeEntry(at: tail, header: header, counter: .expirations)
+            } else if relocationBudget >= size, freeRun(from: state.head).limit - state.head >= size,
+                      RecordHeader.wasVisited(in: file, at: tail) || state.liveRecordBytes + size <= compactionThreshold {
+                relocationBudget -= size
+                relocate(from: tail, header: header)
+                return
+            } else {
+                removeEntry(at: tail, header: header, counter: .evictions)
+            }
+        }
+        moveTail(to: tail + size, consumed: size)
+    }
+
+    private func moveTail(to offset: Int, consumed: Int) {
+        state.spanBytes = max(0, state.spanBytes - consumed)
+        state.tail = offset >= ringEnd ? ringStart : offset
+        if state.spanBytes == 0 {
+            // An empty ring: let the tail sit at the head.
+            state.tail = state.head
+        }
+    }
+
+    /// Copies the live record at `offset` to the head (with a new sequence number and its access
+    /// bit clear), points the index at the copy, and retires the original.
+    private func relocate(from offset: Int, header: RecordHeader) {
+        let size = header.totalSize
+        let destination = state.head
+        file.mutableBytes(at: destination, count: size)
+            .copyMemory(from: file.bytes(at: offset, count: size))
+        var moved = header
+        moved.sequence = takeSequence()
+        moved.write(to: file, at: destination, seed: seed)
+        let key = file.bytes(at: offset + RecordHeader.size, count: header.keyLength)
+        let tag = KeyHash(key).tag
+        repointIndex(from: HashTable.slot(tag: tag, offset: offset), to: HashTable.slot(tag: tag, offset: destination))
+        RecordHeader.markDead(in: file, at: offset)
+        state.add(1, to: .relocations)
+        // The head advances and the tail passes the original: the span keeps its length.
+        state.head = destination + size
+        state.tail = offset + size >= ringEnd ? ringStart : offset + size
+    }
+
+    /// Takes the live entry at `offset` out of the index and the counts, and marks it dead.
+    func removeEntry(at offset: Int, header: RecordHeader, counter: SharedState.Counter) {
+        let key = file.bytes(at: offset + RecordHeader.size, count: header.keyLength)
+        if removeFromIndex(HashTable.slot(tag: KeyHash(key).tag, offset: offset)) {
+            state.entryCount -= 1
+            state.liveRawBytes -= header.rawLength
+            state.liveStoredBytes -= header.storedLength
+            state.liveRecordBytes -= header.totalSize
+            state.add(1, to: counter)
+        }
+        RecordHeader.markDead(in: file, at: offset)
+    }
+
+    func takeSequence() -> UInt64 {
+        let sequence = state.nextSequence
+        state.nextSequence = sequence + 1
+        return sequence
+    }
+}

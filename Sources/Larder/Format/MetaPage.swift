@@ -1,0 +1,128 @@
+import CLarderSupport
+
+/// Where one hash table lives: an index segment inside the ring.
+struct IndexLocation: Equatable {
+    /// File offset of the segment's record header (page aligned); 0 when there is none.
+    var offset: Int
+    /// Number of 8-byte slots, a power of two.
+    var slotCount: Int
+
+    static let none = IndexLocation(offset: 0, slotCount: 0)
+    var exists: Bool { offset != 0 }
+}
+
+/// The rarely changing description of a file, kept twice (pages 0 and 1).
+///
+/// Writers alternate between the two copies and bump `sequence`; a reader takes the valid copy
+/// (magic and CRC32C both right) with the higher sequence. A write torn by a crash therefore
+/// never loses the file: the other copy is intact and describes the state before.
+struct Meta: Equatable {
+    var sequence: UInt64
+    var writeVersion: UInt32
+    var readVersion: UInt32
+    var pageSize: Int
+    var capacity: Int
+    /// Bytes of the file in use; the ring ends here. A multiple of the page size.
+    var fileSize: Int
+    var createdAt: UInt64
+    /// Records whose sequence number is lower belong to a cleared cache and are void.
+    var firstValidSequence: UInt64
+    /// The table lookups and inserts use.
+    var activeIndex: IndexLocation
+    /// The table being drained into the active one while the index grows.
+    var drainingIndex: IndexLocation
+    /// Random at creation; seeds every record checksum of this file.
+    var checksumSeed: UInt32
+
+    /// Encoded size; the CRC covers the bytes before it.
+    static let encodedSize = 128
+    static let checksumOffset = 124
+
+    enum Field {
+        static let magic = 0, writeVersion = 8, readVersion = 12, sequence = 16, pageSize = 24
+        static let capacity = 32, fileSize = 40, createdAt = 48, firstValidSequence = 56
+        static let activeOffset = 64, activeSlots = 72, drainingOffset = 80, drainingSlots = 88
+        static let checksumSeed = 96
+    }
+
+    func encode(into buffer: UnsafeMutableRawBufferPointer) {
+        precondition(buffer.count >= Meta.encodedSize)
+        buffer.baseAddress!.initializeMemory(as: UInt8.self, repeating: 0, count: Meta.encodedSize)
+        func put<T: FixedWidthInteger>(_ value: T, _ at: Int) {
+            buffer.storeBytes(of: value.littleEndian, toByteOffset: at, as: T.self)
+        }
+        put(FileLayout.metaMagic, Field.magic)
+        put(writeVersion, Field.writeVersion)
+        put(readVersion, Field.readVersion)
+        put(sequence, Field.sequence)
+        put(UInt32(pageSize), Field.pageSize)
+        put(UInt64(capacity), Field.capacity)
+        put(UInt64(fileSize), Field.fileSize)
+        put(createdAt, Field.createdAt)
+        put(firstValidSequence, Field.firstValidSequence)
+        put(UInt64(activeIndex.offset), Field.activeOffset)
+        put(UInt64(activeIndex.slotCount), Field.activeSlots)
+        put(UInt64(drainingIndex.offset), Field.drainingOffset)
+        put(UInt64(drainingIndex.slotCount), Field.drainingSlots)
+        put(checksumSeed, Field.checksumSeed)
+        let crc = lrd_crc32c(0, buffer.baseAddress!, Meta.checksumOffset)
+        put(crc, Meta.checksumOffset)
+    }
+
+    /// Why a meta copy was rejected, for error messages.
+    enum Rejection: Error {
+        case notLarder
+        case damaged
+    }
+
+    /// Decodes one copy. Checks the magic and the checksum only; `validate` checks the values.
+    static func decode(_ buffer: UnsafeRawBufferPointer) -> Result<Meta, Rejection> {
+        guard buffer.count >= encodedSize else { return .failure(.notLarder) }
+        func get<T: FixedWidthInteger>(_: T.Type, _ at: Int) -> T {
+            T(littleEndian: buffer.loadUnaligned(fromByteOffset: at, as: T.self))
+        }
+        guard get(UInt64.self, Field.magic) == FileLayout.metaMagic else { return .failure(.notLarder) }
+        guard get(UInt32.self, checksumOffset) == lrd_crc32c(0, buffer.baseAddress!, checksumOffset) else {
+            return .failure(.damaged)
+        }
+        func int(_ at: Int) -> Int { Int(truncatingIfNeeded: min(get(UInt64.self, at), UInt64(Int.max))) }
+        return .success(Meta(
+            sequence: get(UInt64.self, Field.sequence),
+            writeVersion: get(UInt32.self, Field.writeVersion),
+            readVersion: get(UInt32.self, Field.readVersion),
+            pageSize: Int(get(UInt32.self, Field.pageSize)),
+            capacity: int(Field.capacity),
+            fileSize: int(Field.fileSize),
+            createdAt: get(UInt64.self, Field.createdAt),
+            firstValidSequence: get(UInt64.self, Field.firstValidSequence),
+            activeIndex: IndexLocation(offset: int(Field.activeOffset), slotCount: int(Field.activeSlots)),
+            drainingIndex: IndexLocation(offset: int(Field.drainingOffset), slotCount: int(Field.drainingSlots)),
+            checksumSeed: get(UInt32.self, Field.checksumSeed)
+        ))
+    }
+
+    /// Checks that every number is one this code can trust: a hostile meta page with a correct
+    /// checksum must still not lead to an out-of-bounds access.
+    func validationFailure() -> String? {
+        guard FileLayout.isValidPageSize(pageSize) else { return "page size \(pageSize) is not a power of two in 4096...65536" }
+        let dataStart = FileLayout.dataStart(pageSize: pageSize)
+        guard capacity >= FileLayout.minimumCapacity(pageSize: pageSize),
+              capacity <= FileLayout.maximumFileSize, capacity % pageSize == 0 else {
+            return "capacity \(capacity) is out of range"
+        }
+        guard fileSize > dataStart, fileSize <= capacity, fileSize % pageSize == 0 else {
+            return "file size \(fileSize) is out of range"
+        }
+        for (name, index) in [("active", activeIndex), ("draining", drainingIndex)] {
+            if name == "active" && !index.exists { return "no active index" }
+            guard index.exists else { continue }
+            guard index.offset >= dataStart, index.offset % pageSize == 0,
+                  index.slotCount >= HashTable.minimumSlotCount, index.slotCount <= HashTable.maximumSlotCount,
+                  index.slotCount & (index.slotCount - 1) == 0,
+                  index.offset + IndexSegment.byteCount(slotCount: index.slotCount, pageSize: pageSize) <= fileSize else {
+                return "\(name) index (offset \(index.offset), \(index.slotCount) slots) is out of range"
+            }
+        }
+        return nil
+    }
+}

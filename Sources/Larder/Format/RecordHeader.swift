@@ -1,0 +1,182 @@
+import CLarderSupport
+
+/// The kinds of record in the ring. Every byte of the ring belongs to one record.
+enum RecordKind: UInt8 {
+    /// A key and its value.
+    case entry = 1
+    /// Space skipped over (before a wrap, an index segment, or left by recovery).
+    case padding = 2
+    /// A hash-table segment: the index lives in the ring, in its own pages.
+    case indexSegment = 3
+}
+
+/// The 48-byte header in front of every entry and index segment (padding uses a 16-byte form).
+///
+/// ```
+/// off size field
+///  0   2   magic 0x524C ("LR")
+///  2   1   kind (RecordKind)
+///  3   1   flags: bit 0 = value is LZ4-compressed
+///  4   1   state: 1 = live, 0 = dead            (changes in place; not checksummed)
+///  5   1   access: bit 0 = read since last pass (changes in place; not checksummed)
+///  6   2   key length
+///  8   4   stored length (value bytes as stored)
+/// 12   4   raw length (value bytes after decompression)
+/// 16   8   sequence number
+/// 24   8   expiry, ms since the Unix epoch, 0 = never
+/// 32   8   time stored, ms since the Unix epoch
+/// 40   4   CRC32C of key ++ stored value
+/// 44   4   CRC32C of bytes 0-3 ++ 6-43
+/// ```
+struct RecordHeader: Equatable {
+    var kind: RecordKind
+    var flags: UInt8
+    var isLive: Bool
+    var keyLength: Int
+    var storedLength: Int
+    var rawLength: Int
+    var sequence: UInt64
+    var expiresAt: UInt64
+    var storedAt: UInt64
+    var dataChecksum: UInt32
+
+    static let size = 48
+    static let magic: UInt16 = 0x524C
+    static let paddingSize = 16
+    static let compressedFlag: UInt8 = 1
+    static let visitedBit: UInt8 = 1
+
+    enum Field {
+        static let magic = 0, kind = 2, flags = 3, state = 4, access = 5, keyLength = 6
+        static let storedLength = 8, rawLength = 12, sequence = 16, expiresAt = 24, storedAt = 32
+        static let dataChecksum = 40, headerChecksum = 44
+        /// Padding: total length at 8, its bitwise complement at 12.
+        static let paddingLength = 8, paddingCheck = 12
+    }
+
+    /// Total bytes an entry occupies in the ring, header and alignment included.
+    @inline(__always)
+    static func entrySize(keyLength: Int, storedLength: Int) -> Int {
+        FileLayout.alignUp(size + keyLength + storedLength, FileLayout.recordAlignment)
+    }
+
+    var isCompressed: Bool { flags & RecordHeader.compressedFlag != 0 }
+
+    /// Total bytes of the record in the ring.
+    var totalSize: Int {
+        kind == .entry ? RecordHeader.entrySize(keyLength: keyLength, storedLength: storedLength)
+                       : RecordHeader.size + storedLength
+    }
+
+    func isExpired(now: UInt64) -> Bool { expiresAt != 0 && expiresAt <= now }
+
+    /// Reads the clock only for records that can expire.
+    var isExpiredNow: Bool { expiresAt != 0 && expiresAt <= SystemCall.nowMilliseconds() }
+
+    /// Writes the header at `offset`; the key and value must already be in place after it when
+    /// `dataChecksum` was computed from them.
+    func write(to file: MappedFile, at offset: Int, seed: UInt32) {
+        file.store(RecordHeader.magic, at: offset + Field.magic)
+        file.store(kind.rawValue, at: offset + Field.kind)
+        file.store(flags, at: offset + Field.flags)
+        file.store(UInt16(keyLength), at: offset + Field.keyLength)
+        file.store(UInt32(storedLength), at: offset + Field.storedLength)
+        file.store(UInt32(rawLength), at: offset + Field.rawLength)
+        file.store(sequence, at: offset + Field.sequence)
+        file.store(expiresAt, at: offset + Field.expiresAt)
+        file.store(storedAt, at: offset + Field.storedAt)
+        file.store(dataChecksum, at: offset + Field.dataChecksum)
+        file.storeRelaxed8(0, at: offset + Field.access)
+        file.store(RecordHeader.headerChecksum(file, at: offset, seed: seed), at: offset + Field.headerChecksum)
+        file.storeRelaxed8(isLive ? 1 : 0, at: offset + Field.state)
+    }
+
+    /// Both checksums start from the file's random seed (meta page), so bytes that a user stores
+    /// as a value can never pass for a record header of this file during a recovery scan.
+    static func headerChecksum(_ file: MappedFile, at offset: Int, seed: UInt32) -> UInt32 {
+        let first = file.checksum(offset, 4, chaining: seed)
+        return file.checksum(offset + 6, Field.headerChecksum - 6, chaining: first)
+    }
+
+    /// Reads and checks the header at `offset`: magic, kind, header checksum, and that the record
+    /// lies inside `[offset, limit)`. Returns nil for anything else, whatever the bytes are.
+    static func read(from file: MappedFile, at offset: Int, limit: Int, seed: UInt32) -> RecordHeader? {
+        guard offset & (FileLayout.recordAlignment - 1) == 0, file.contains(offset, size), offset + size <= limit,
+              file.load(UInt16.self, at: offset + Field.magic) == magic,
+              let kind = RecordKind(rawValue: file.load(UInt8.self, at: offset + Field.kind)),
+              kind != .padding,
+              file.load(UInt32.self, at: offset + Field.headerChecksum) == headerChecksum(file, at: offset, seed: seed)
+        else { return nil }
+        let header = RecordHeader(
+            kind: kind,
+            flags: file.load(UInt8.self, at: offset + Field.flags),
+            isLive: file.loadRelaxed8(at: offset + Field.state) == 1,
+            keyLength: Int(file.load(UInt16.self, at: offset + Field.keyLength)),
+            storedLength: Int(file.load(UInt32.self, at: offset + Field.storedLength)),
+            rawLength: Int(file.load(UInt32.self, at: offset + Field.rawLength)),
+            sequence: file.load(UInt64.self, at: offset + Field.sequence),
+            expiresAt: file.load(UInt64.self, at: offset + Field.expiresAt),
+            storedAt: file.load(UInt64.self, at: offset + Field.storedAt),
+            dataChecksum: file.load(UInt32.self, at: offset + Field.dataChecksum))
+        guard offset + header.totalSize <= limit else { return nil }
+        if kind == .entry {
+            guard header.keyLength > 0 else { return nil }
+            guard header.isCompressed || header.rawLength == header.storedLength else { return nil }
+        }
+        return header
+    }
+
+    /// Whether the key and value bytes of the entry at `offset` match `dataChecksum`.
+    func dataIsIntact(in file: MappedFile, at offset: Int, seed: UInt32) -> Bool {
+        file.checksum(offset + RecordHeader.size, keyLength + storedLength, chaining: seed) == dataChecksum
+    }
+
+    // MARK: - Padding
+
+    /// Marks `[offset, offset + length)` as skipped space. `length` is a positive multiple of 16.
+    static func writePadding(to file: MappedFile, at offset: Int, length: Int) {
+        precondition(length >= paddingSize && length % FileLayout.recordAlignment == 0)
+        file.store(magic, at: offset + Field.magic)
+        file.store(RecordKind.padding.rawValue, at: offset + Field.kind)
+        file.store(UInt8(0), at: offset + Field.flags)
+        file.storeRelaxed8(0, at: offset + Field.state)
+        file.store(UInt8(0), at: offset + Field.access)
+        file.store(UInt16(0), at: offset + Field.keyLength)
+        file.store(UInt32(length), at: offset + Field.paddingLength)
+        file.store(~UInt32(length), at: offset + Field.paddingCheck)
+    }
+
+    /// The length of the padding record at `offset`, or nil when there is none that fits `limit`.
+    static func paddingLength(in file: MappedFile, at offset: Int, limit: Int) -> Int? {
+        guard file.contains(offset, paddingSize), offset + paddingSize <= limit,
+              file.load(UInt16.self, at: offset + Field.magic) == magic,
+              file.load(UInt8.self, at: offset + Field.kind) == RecordKind.padding.rawValue else { return nil }
+        let length = file.load(UInt32.self, at: offset + Field.paddingLength)
+        guard file.load(UInt32.self, at: offset + Field.paddingCheck) == ~length else { return nil }
+        let total = Int(length)
+        guard total >= paddingSize, total % FileLayout.recordAlignment == 0, offset + total <= limit else { return nil }
+        return total
+    }
+
+    // MARK: - In-place state changes
+
+    static func markDead(in file: MappedFile, at offset: Int) {
+        file.storeRelaxed8(0, at: offset + Field.state)
+    }
+
+    static func wasVisited(in file: MappedFile, at offset: Int) -> Bool {
+        file.loadRelaxed8(at: offset + Field.access) & visitedBit != 0
+    }
+
+    /// Called by readers, without the writer lock: one relaxed byte store, skipped when set.
+    @inline(__always)
+    static func markVisited(in file: MappedFile, at offset: Int) {
+        if file.loadRelaxed8(at: offset + Field.access) & visitedBit == 0 {
+            file.storeRelaxed8(visitedBit, at: offset + Field.access)
+        }
+    }
+
+    static func clearVisited(in file: MappedFile, at offset: Int) {
+        file.storeRelaxed8(0, at: offset + Field.access)
+    }
+}

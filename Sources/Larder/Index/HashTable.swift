@@ -1,0 +1,132 @@
+import CLarderSupport
+
+/// An open-addressing hash table of 8-byte slots with linear probing: a view over memory owned
+/// elsewhere (an index segment in the map, or a scratch buffer during recovery).
+///
+/// A slot is `tag << 36 | offset / 16`: the key's 28-bit tag (see `KeyHash`) and the file offset
+/// of its record in 16-byte units. 0 is an empty slot, 1 a tombstone (used only in a table being
+/// drained); neither can be a real record, which never lies in the header pages.
+///
+/// Invariant: the memory holds `slotCount` slots, `slotCount` is a power of two in
+/// `minimumSlotCount...maximumSlotCount`; every index is masked before use, so no slot value,
+/// however damaged, can lead outside the table.
+struct HashTable {
+    static let minimumSlotCount = 512
+    static let maximumSlotCount = 1 << 28
+    static let tagBits = 28
+    static let empty: UInt64 = 0
+    static let tombstone: UInt64 = 1
+    /// Grow when this fraction of slots is used.
+    static let maximumLoad = 0.75
+
+    let slots: UnsafeMutablePointer<UInt64>
+    let slotCount: Int
+    let bits: Int
+    var mask: Int { slotCount - 1 }
+
+    init(slots: UnsafeMutablePointer<UInt64>, slotCount: Int) {
+        precondition(slotCount >= HashTable.minimumSlotCount && slotCount <= HashTable.maximumSlotCount
+                     && slotCount & (slotCount - 1) == 0)
+        self.slots = slots
+        self.slotCount = slotCount
+        self.bits = slotCount.trailingZeroBitCount
+    }
+
+    /// The number of keys this table may hold before it must grow.
+    var loadLimit: Int { Int(Double(slotCount) * HashTable.maximumLoad) }
+
+    @inline(__always)
+    static func slot(tag: UInt32, offset: Int) -> UInt64 {
+        UInt64(tag) << 36 | UInt64(offset >> 4)
+    }
+
+    @inline(__always)
+    static func offset(of slot: UInt64) -> Int { Int(truncatingIfNeeded: slot & 0xF_FFFF_FFFF) << 4 }
+
+    @inline(__always)
+    static func tag(of slot: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: slot >> 36) }
+
+    @inline(__always)
+    static func isEntry(_ slot: UInt64) -> Bool { slot > tombstone }
+
+    @inline(__always)
+    func home(ofTag tag: UInt32) -> Int { Int(tag >> UInt32(HashTable.tagBits - bits)) }
+
+    @inline(__always)
+    subscript(index: Int) -> UInt64 {
+        get { lrd_load_acquire_u64(slots + (index & mask)) }
+        nonmutating set { lrd_store_release_u64(slots + (index & mask), newValue) }
+    }
+
+    /// The first slot along `tag`'s probe sequence whose record `matches`, or nil at the first
+    /// empty slot. Looks at each slot at most once.
+    @inline(__always)
+    func find(tag: UInt32, where matches: (_ offset: Int) -> Bool) -> Int? {
+        var index = home(ofTag: tag)
+        for _ in 0..<slotCount {
+            let slot = self[index]
+            if slot == HashTable.empty { return nil }
+            if HashTable.isEntry(slot), HashTable.tag(of: slot) == tag, matches(HashTable.offset(of: slot)) {
+                return index & mask
+            }
+            index &+= 1
+        }
+        return nil
+    }
+
+    /// The slot holding exactly `slot` (a record's own tag and offset), if any.
+    func find(exactly slot: UInt64) -> Int? {
+        var index = home(ofTag: HashTable.tag(of: slot))
+        for _ in 0..<slotCount {
+            let current = self[index]
+            if current == HashTable.empty { return nil }
+            if current == slot { return index & mask }
+            index &+= 1
+        }
+        return nil
+    }
+
+    /// Puts `slot` in the first empty slot of its probe sequence. The table must have room
+    /// (callers keep the load under `maximumLoad`).
+    @discardableResult
+    func insert(_ slot: UInt64) -> Int {
+        var index = home(ofTag: HashTable.tag(of: slot))
+        for _ in 0..<slotCount {
+            if self[index] == HashTable.empty {
+                self[index] = slot
+                return index & mask
+            }
+            index &+= 1
+        }
+        preconditionFailure("hash table full")
+    }
+
+    /// Empties slot `index` and shifts later members of its cluster back, so that lookups never
+    /// need tombstones in the active table.
+    func removeShifting(at index: Int) {
+        var hole = index & mask
+        var probe = hole
+        for _ in 0..<slotCount {
+            probe = (probe + 1) & mask
+            let slot = self[probe]
+            if slot == HashTable.empty { break }
+            let home = home(ofTag: HashTable.tag(of: slot))
+            // The entry at `probe` may move to `hole` only if its home is not in (hole, probe].
+            let stays = hole <= probe ? (home > hole && home <= probe) : (home > hole || home <= probe)
+            if stays { continue }
+            self[hole] = slot
+            hole = probe
+        }
+        self[hole] = HashTable.empty
+    }
+
+    /// Leaves a tombstone in slot `index`: for a table being drained, whose probe sequences must
+    /// stay intact while entries leave it.
+    func removeLeavingTombstone(at index: Int) {
+        self[index] = HashTable.tombstone
+    }
+
+    func clear() {
+        slots.initialize(repeating: HashTable.empty, count: slotCount)
+    }
+}

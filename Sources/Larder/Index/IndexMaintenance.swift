@@ -1,0 +1,129 @@
+/// The index as a whole: the active table, and while it grows, the table being drained into it.
+///
+/// Growth is incremental: when the active table reaches `HashTable.maximumLoad`, a table twice
+/// its size is allocated in the ring and becomes active; the old one is drained into it a few
+/// slots per write (`migrationStep` slots). Lookups consult the active table, then the draining
+/// one. No write ever pauses for work proportional to the number of entries.
+extension CacheStore {
+    static let migrationStep = 16
+
+    /// A live entry found by key.
+    struct FoundEntry {
+        let offset: Int
+        let header: RecordHeader
+        /// Whether its slot is in the draining table.
+        let inDraining: Bool
+        let slotIndex: Int
+    }
+
+    /// Reader: finds the live entry for `key`, checking its header, bounds and key bytes (not the
+    /// value's checksum: callers that hand out the value do that).
+    func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash) -> FoundEntry? {
+        if let found = lookup(key, hash: hash, in: active, draining: false) { return found }
+        if let old = draining { return lookup(key, hash: hash, in: old, draining: true) }
+        return nil
+    }
+
+    @inline(__always)
+    private func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, in table: HashTable, draining: Bool) -> FoundEntry? {
+        var found: RecordHeader?
+        var foundOffset = 0
+        let slot = table.find(tag: hash.tag) { offset in
+            guard let header = entryHeader(at: offset), header.keyLength == key.count,
+                  keyBytes(at: offset, header: header).elementsEqual(key) else { return false }
+            found = header
+            foundOffset = offset
+            return true
+        }
+        guard let slot, let found else { return nil }
+        return FoundEntry(offset: foundOffset, header: found, inDraining: draining, slotIndex: slot)
+    }
+
+    /// Reader: the header of the live, valid entry at `offset`, or nil for anything else.
+    func entryHeader(at offset: Int) -> RecordHeader? {
+        guard offset >= ringStart, offset < ringEnd,
+              let header = RecordHeader.read(from: file, at: offset, limit: ringEnd, seed: seed),
+              header.kind == .entry, header.isLive, header.sequence >= meta.firstValidSequence else { return nil }
+        return header
+    }
+
+    func keyBytes(at offset: Int, header: RecordHeader) -> UnsafeRawBufferPointer {
+        file.bytes(at: offset + RecordHeader.size, count: header.keyLength)
+    }
+
+    /// Points the slot holding exactly `old` at `new` (same tag, new place).
+    func repointIndex(from old: UInt64, to new: UInt64) {
+        if let index = active.find(exactly: old) {
+            active[index] = new
+        } else if let table = draining, let index = table.find(exactly: old) {
+            table[index] = new
+        }
+    }
+
+    /// Removes the slot holding exactly `slot`. Returns whether there was one.
+    func removeFromIndex(_ slot: UInt64) -> Bool {
+        if let index = active.find(exactly: slot) {
+            active.removeShifting(at: index)
+            return true
+        }
+        if let table = draining, let index = table.find(exactly: slot) {
+            table.removeLeavingTombstone(at: index)
+            return true
+        }
+        return false
+    }
+
+    /// Moves the next few slots of the draining table into the active one.
+    func stepMigration(slots: Int = CacheStore.migrationStep) throws(LarderError) {
+        guard let old = draining else { return }
+        var cursor = state.migrationCursor
+        let end = min(old.slotCount, cursor + slots)
+        while cursor < end {
+            let slot = old[cursor]
+            if HashTable.isEntry(slot) {
+                active.insert(slot)
+                old.removeLeavingTombstone(at: cursor)
+            }
+            cursor += 1
+        }
+        state.migrationCursor = cursor
+        if cursor == old.slotCount {
+            let location = meta.drainingIndex
+            meta.drainingIndex = .none
+            draining = nil
+            state.migrationCursor = 0
+            try writeMeta()
+            // Only now, with the meta page no longer naming it, is the old segment free space.
+            RecordHeader.markDead(in: file, at: location.offset)
+        }
+    }
+
+    /// Makes sure one more key fits in the active table: grows the index (allocating a bigger
+    /// segment in the ring), or when it may not grow further, evicts from the tail.
+    func ensureIndexRoom() throws(LarderError) {
+        while state.entryCount + 1 > active.loadLimit {
+            if draining != nil {
+                try stepMigration(slots: HashTable.maximumSlotCount)
+                continue
+            }
+            let slotCount = active.slotCount * 2
+            let bytes = IndexSegment.byteCount(slotCount: slotCount, pageSize: pageSize)
+            guard slotCount <= HashTable.maximumSlotCount, bytes <= (capacity - ringStart) / 3 else {
+                var noRelocation = 0
+                while state.entryCount + 1 > active.loadLimit && state.spanBytes > 0 {
+                    try reclaimTailRecord(relocationBudget: &noRelocation)
+                }
+                return
+            }
+            let offset = try reserve(bytes, alignment: pageSize)
+            IndexSegment.format(in: file, at: offset, slotCount: slotCount, byteCount: bytes,
+                                sequence: takeSequence(), now: SystemCall.nowMilliseconds(), seed: seed)
+            advanceHead(past: bytes)
+            meta.drainingIndex = meta.activeIndex
+            meta.activeIndex = IndexLocation(offset: offset, slotCount: slotCount)
+            state.migrationCursor = 0
+            try writeMeta()
+            try attachTables()
+        }
+    }
+}

@@ -1,0 +1,182 @@
+/// Recovery: rebuilding everything but the records themselves.
+///
+/// Runs when a file was not closed cleanly (a crash, `kill -9`, power loss) or its shared state is
+/// implausible. The records are self-describing and checksummed, so the ring is scanned from
+/// start to end: each record whose header and data checksums hold is kept (for a key seen twice,
+/// the higher sequence number wins), everything else becomes padding. The head goes after the
+/// newest record, the tail to the oldest live one, and a fresh index is filled. The time is one
+/// sequential read of the file plus one checksum pass over its records.
+extension CacheStore {
+    func rebuild() throws(LarderError) {
+        let counters = state.isFormatted ? SharedState.Counter.allCases.map { state.counter($0) } : nil
+        state.format()
+        if let counters {
+            for (counter, value) in zip(SharedState.Counter.allCases, counters) { state.add(value, to: counter) }
+        }
+        state.add(1, to: .recoveries)
+
+        // Index segments the meta page names and whose headers hold are skipped whole.
+        var islands: [IndexLocation] = []
+        for location in [meta.activeIndex, meta.drainingIndex]
+        where IndexSegment.table(in: file, at: location, pageSize: pageSize, seed: seed) != nil {
+            islands.append(location)
+        }
+
+        let scratch = ScratchTable()
+        var newest: (sequence: UInt64, end: Int) = (0, ringStart)
+        var position = ringStart
+        var coveredUpTo = ringStart
+        func padGap(upTo end: Int) {
+            if end > coveredUpTo { RecordHeader.writePadding(to: file, at: coveredUpTo, length: end - coveredUpTo) }
+        }
+        while position + RecordHeader.paddingSize <= ringEnd {
+            if let island = islands.first(where: { $0.offset == position }) {
+                padGap(upTo: position)
+                if let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
+                   header.sequence > newest.sequence {
+                    newest = (header.sequence, position + header.totalSize)
+                }
+                position += IndexSegment.byteCount(slotCount: island.slotCount, pageSize: pageSize)
+                coveredUpTo = position
+                continue
+            }
+            guard let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
+                  header.kind == .entry, header.dataIsIntact(in: file, at: position, seed: seed) else {
+                position += FileLayout.recordAlignment
+                continue
+            }
+            padGap(upTo: position)
+            let size = header.totalSize
+            if header.sequence > newest.sequence { newest = (header.sequence, position + size) }
+            if header.isLive && header.sequence >= meta.firstValidSequence {
+                keepNewest(at: position, header: header, in: scratch)
+            } else {
+                RecordHeader.markDead(in: file, at: position)
+            }
+            position += size
+            coveredUpTo = position
+        }
+        padGap(upTo: ringEnd)
+
+        placeRing(afterNewestEndingAt: newest.sequence > 0 ? newest.end : ringStart, entries: scratch)
+        state.nextSequence = max(newest.sequence + 1, meta.firstValidSequence, 2)
+        try placeIndex(scratch, reusable: islands)
+        try file.flush()
+    }
+
+    /// Adds the live entry at `offset` to `scratch`, unless a newer record of the same key is
+    /// there already; the loser is marked dead.
+    private func keepNewest(at offset: Int, header: RecordHeader, in scratch: ScratchTable) {
+        let key = keyBytes(at: offset, header: header)
+        let tag = KeyHash(key).tag
+        var rival: (offset: Int, header: RecordHeader)?
+        let index = scratch.table.find(tag: tag) { candidate in
+            guard let other = RecordHeader.read(from: file, at: candidate, limit: ringEnd, seed: seed),
+                  other.keyLength == key.count, keyBytes(at: candidate, header: other).elementsEqual(key) else { return false }
+            rival = (candidate, other)
+            return true
+        }
+        let slot = HashTable.slot(tag: tag, offset: offset)
+        if let index, let rival {
+            if rival.header.sequence > header.sequence {
+                RecordHeader.markDead(in: file, at: offset)
+                return
+            }
+            RecordHeader.markDead(in: file, at: rival.offset)
+            uncount(rival.header)
+            scratch.replace(at: index, with: slot)
+        } else {
+            scratch.insert(slot)
+            state.entryCount += 1
+        }
+        state.liveRawBytes += header.rawLength
+        state.liveStoredBytes += header.storedLength
+        state.liveRecordBytes += header.totalSize
+    }
+
+    private func uncount(_ header: RecordHeader) {
+        state.liveRawBytes -= header.rawLength
+        state.liveStoredBytes -= header.storedLength
+        state.liveRecordBytes -= header.totalSize
+    }
+
+    /// Head after the newest record; tail at the first live entry after it in ring order, so
+    /// that the oldest records are the first to be reclaimed.
+    private func placeRing(afterNewestEndingAt head: Int, entries: ScratchTable) {
+        var firstAfterHead = Int.max
+        var firstOverall = Int.max
+        entries.forEachSlot { slot in
+            let offset = HashTable.offset(of: slot)
+            if offset >= head { firstAfterHead = min(firstAfterHead, offset) }
+            firstOverall = min(firstOverall, offset)
+        }
+        state.head = head
+        guard firstOverall != Int.max else {
+            state.tail = head
+            state.spanBytes = 0
+            return
+        }
+        let tail = firstAfterHead != Int.max ? firstAfterHead : firstOverall
+        state.tail = tail
+        if tail == head {
+            state.spanBytes = ringEnd - ringStart
+        } else if tail < head {
+            state.spanBytes = head - tail
+        } else {
+            state.spanBytes = (ringEnd - tail) + (head - ringStart)
+        }
+    }
+
+    /// Puts the collected entries into an index segment: the old active one when it is big
+    /// enough, else a new one allocated at the head (evicting from the tail if need be).
+    private func placeIndex(_ scratch: ScratchTable, reusable islands: [IndexLocation]) throws(LarderError) {
+        var slotCount = HashTable.minimumSlotCount
+        while Double(scratch.count) > Double(slotCount) * HashTable.maximumLoad / 1.5 && slotCount < HashTable.maximumSlotCount {
+            slotCount *= 2
+        }
+        while slotCount > HashTable.minimumSlotCount
+                && IndexSegment.byteCount(slotCount: slotCount, pageSize: pageSize) > (capacity - ringStart) / 3 {
+            slotCount /= 2
+        }
+        let previous = meta.drainingIndex
+        meta.drainingIndex = .none
+        draining = nil
+        if islands.contains(previous) { RecordHeader.markDead(in: file, at: previous.offset) }
+
+        if islands.contains(meta.activeIndex), meta.activeIndex.slotCount >= slotCount,
+           let table = IndexSegment.table(in: file, at: meta.activeIndex, pageSize: pageSize, seed: seed) {
+            active = table
+        } else {
+            // The scratch table stands in as the index while the ring makes room, so that any
+            // eviction this causes is reflected in it.
+            active = scratch.table
+            if !islands.contains(meta.activeIndex) { meta.activeIndex = .none }
+            let bytes = IndexSegment.byteCount(slotCount: slotCount, pageSize: pageSize)
+            let offset = try reserve(bytes, alignment: pageSize)
+            IndexSegment.format(in: file, at: offset, slotCount: slotCount, byteCount: bytes,
+                                sequence: takeSequence(), now: SystemCall.nowMilliseconds(), seed: seed)
+            advanceHead(past: bytes)
+            if meta.activeIndex.exists { RecordHeader.markDead(in: file, at: meta.activeIndex.offset) }
+            meta.activeIndex = IndexLocation(offset: offset, slotCount: slotCount)
+            guard let table = IndexSegment.table(in: file, at: meta.activeIndex, pageSize: pageSize, seed: seed) else {
+                throw LarderError(.corrupt, "could not place a new index segment", path: path)
+            }
+            active = table
+        }
+        active.clear()
+        let limit = active.loadLimit
+        var placed = 0
+        scratch.forEachSlot { slot in
+            if placed < limit {
+                active.insert(slot)
+                placed += 1
+            } else if let header = entryHeader(at: HashTable.offset(of: slot)) {
+                // More entries than the largest allowed index holds: the surplus is dropped.
+                RecordHeader.markDead(in: file, at: HashTable.offset(of: slot))
+                uncount(header)
+                state.entryCount -= 1
+            }
+        }
+        try writeMeta()
+    }
+}

@@ -1,0 +1,91 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CLarderSupport
+
+/// An open file descriptor with the few operations a cache file needs before and besides its
+/// mapping: size, positioned reads, advisory locks. `MappedFile` takes ownership of it.
+struct FileDescriptor {
+    let rawValue: Int32
+    let path: String
+
+    /// Opens `path`; creates it with `permissions` when `create` is set and it does not exist.
+    static func open(_ path: String, create: Bool, readOnly: Bool, permissions: UInt16) throws(LarderError) -> FileDescriptor {
+        guard !path.isEmpty else { throw LarderError(.invalidArgument, "empty path") }
+        var flags = (readOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC
+        if create && !readOnly { flags |= O_CREAT }
+        do throws(LarderError) {
+            #if canImport(Darwin)
+            let fd = try SystemCall.retrying("open") { Darwin.open(path, flags, mode_t(permissions)) }
+            #elseif canImport(Glibc)
+            let fd = try SystemCall.retrying("open") { Glibc.open(path, flags, mode_t(permissions)) }
+            #else
+            let fd = try SystemCall.retrying("open") { Musl.open(path, flags, mode_t(permissions)) }
+            #endif
+            var info = stat()
+            if fstat(fd, &info) != 0 || (info.st_mode & S_IFMT) != S_IFREG {
+                FileDescriptor(rawValue: fd, path: path).close()
+                throw LarderError(.invalidArgument, "not a regular file")
+            }
+            return FileDescriptor(rawValue: fd, path: path)
+        } catch {
+            throw error.at(path)
+        }
+    }
+
+    func size() throws(LarderError) -> Int {
+        var info = stat()
+        do throws(LarderError) {
+            try SystemCall.retrying("fstat") { fstat(rawValue, &info) }
+        } catch {
+            throw error.at(path)
+        }
+        return Int(info.st_size)
+    }
+
+    /// Reads up to `count` bytes at `offset`; fewer at the end of the file.
+    func read(count: Int, at offset: Int) throws(LarderError) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let result = buffer.withUnsafeMutableBytes { raw in
+                pread(rawValue, raw.baseAddress! + done, count - done, off_t(offset + done))
+            }
+            if result == 0 { break }
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw SystemCall.error("read", errno: errno).at(path)
+            }
+            done += result
+        }
+        return Array(buffer.prefix(done))
+    }
+
+    enum LockMode: Int32 {
+        case unlock = 0, shared = 1, exclusive = 2
+    }
+
+    /// Sets the advisory lock on one byte of the file's lock space. Returns false when `wait` is
+    /// not set and another holder conflicts.
+    @discardableResult
+    func lock(byte: UInt64, _ mode: LockMode, wait: Bool) throws(LarderError) -> Bool {
+        let rc = lrd_lock_byte(rawValue, byte, mode.rawValue, wait ? 1 : 0)
+        if rc == 0 { return true }
+        if rc == EAGAIN || rc == EACCES || rc == EWOULDBLOCK { return false }
+        throw SystemCall.error("lock", errno: rc).at(path)
+    }
+
+    func close() {
+        #if canImport(Darwin)
+        _ = Darwin.close(rawValue)
+        #elseif canImport(Glibc)
+        _ = Glibc.close(rawValue)
+        #else
+        _ = Musl.close(rawValue)
+        #endif
+    }
+}

@@ -1,0 +1,180 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CLarderSupport
+
+/// An open cache file and one shared mapping of it: the only owner of the descriptor and of
+/// the raw mapped address.
+///
+/// The mapping covers `mappedLength` bytes (the cache's capacity) from the start, even while the
+/// file itself is shorter: the file then grows in place and the mapping never moves, so no pointer
+/// handed out inside one process is ever invalidated by growth. Bytes at or past `size` are never
+/// touched (that would be SIGBUS); every accessor checks its range against `size`.
+final class MappedFile {
+    let descriptor: FileDescriptor
+    var path: String { descriptor.path }
+    let isReadOnly: Bool
+    /// Start of the mapping. Valid for `mappedLength` bytes of address space, `size` bytes of file.
+    let base: UnsafeMutableRawPointer
+    let mappedLength: Int
+    /// Current length of the file in bytes; always a multiple of the page size once formatted.
+    private(set) var size: Int
+
+    /// Maps `mappedLength` bytes of `descriptor`'s file and takes ownership of the descriptor:
+    /// it is closed when this object goes away. When mapping fails, the caller still owns it.
+    init(_ descriptor: FileDescriptor, readOnly: Bool, mappedLength: Int) throws(LarderError) {
+        self.descriptor = descriptor
+        self.isReadOnly = readOnly
+        do throws(LarderError) {
+            size = try descriptor.size()
+            guard mappedLength > 0 else { throw LarderError(.invalidArgument, "empty mapping") }
+            let protection = readOnly ? PROT_READ : (PROT_READ | PROT_WRITE)
+            guard let address = mmap(nil, mappedLength, protection, MAP_SHARED, descriptor.rawValue, 0),
+                  address != MAP_FAILED else {
+                throw SystemCall.error("mmap", errno: errno)
+            }
+            base = address
+            self.mappedLength = mappedLength
+        } catch {
+            throw error.at(descriptor.path)
+        }
+    }
+
+    deinit {
+        munmap(base, mappedLength)
+        descriptor.close()
+    }
+
+    /// Whether `[offset, offset + length)` lies inside the file. Safe for any inputs.
+    @inline(__always)
+    func contains(_ offset: Int, _ length: Int) -> Bool {
+        offset >= 0 && length >= 0 && offset <= size && length <= size &- offset
+    }
+
+    /// Adopts a length that another party (a rebuild that found the file shorter) established.
+    func adoptSize(_ newSize: Int) {
+        precondition(newSize >= 0 && newSize <= mappedLength)
+        size = newSize
+    }
+
+    /// Makes the file `newSize` bytes long with disk space reserved for all of it, so that later
+    /// stores through the map cannot fault on a full disk. Never shrinks.
+    func grow(to newSize: Int) throws(LarderError) {
+        precondition(!isReadOnly)
+        guard newSize > size else { return }
+        guard newSize <= mappedLength else {
+            throw LarderError(.full, "the file would exceed its capacity", path: path)
+        }
+        let rc = lrd_preallocate(descriptor.rawValue, UInt64(size), UInt64(newSize - size))
+        if rc != 0 {
+            // posix_fallocate may have extended the file partly; cut it back so that the
+            // length we believe in is the length whose blocks are really reserved.
+            _ = ftruncate(descriptor.rawValue, off_t(size))
+            throw SystemCall.error("reserve \(newSize - size) bytes", errno: rc).at(path)
+        }
+        size = newSize
+    }
+
+    /// Writes dirty pages in `[offset, offset + length)` back and waits for the disk.
+    func flush(_ offset: Int = 0, _ length: Int? = nil, durable: Bool = true) throws(LarderError) {
+        guard !isReadOnly else { return }
+        let pageMask = Int(getpagesize()) - 1
+        let start = offset & ~pageMask
+        let end = min(size, offset + (length ?? size))
+        if end > start {
+            do throws(LarderError) {
+                try SystemCall.retrying("msync") { msync(base + start, end - start, MS_SYNC) }
+            } catch {
+                throw error.at(path)
+            }
+        }
+        guard durable else { return }
+        do throws(LarderError) {
+            #if canImport(Darwin)
+            // fsync on Apple platforms does not flush the drive's cache; F_FULLFSYNC does.
+            if fcntl(descriptor.rawValue, F_FULLFSYNC) == -1 {
+                try SystemCall.retrying("fsync") { fsync(descriptor.rawValue) }
+            }
+            #else
+            try SystemCall.retrying("fsync") { fsync(descriptor.rawValue) }
+            #endif
+        } catch {
+            throw error.at(path)
+        }
+    }
+
+    // MARK: - Typed access (little-endian, unaligned-safe)
+
+    @inline(__always)
+    func load<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
+        precondition(contains(offset, MemoryLayout<T>.size), "read outside the file")
+        return T(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+
+    @inline(__always)
+    func store<T: FixedWidthInteger>(_ value: T, at offset: Int) {
+        precondition(contains(offset, MemoryLayout<T>.size), "write outside the file")
+        base.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
+    }
+
+    /// The bytes `[offset, offset + count)`; the caller has checked the range with `contains`.
+    @inline(__always)
+    func bytes(at offset: Int, count: Int) -> UnsafeRawBufferPointer {
+        precondition(contains(offset, count), "range outside the file")
+        return UnsafeRawBufferPointer(start: base + offset, count: count)
+    }
+
+    @inline(__always)
+    func mutableBytes(at offset: Int, count: Int) -> UnsafeMutableRawBufferPointer {
+        precondition(contains(offset, count), "range outside the file")
+        return UnsafeMutableRawBufferPointer(start: base + offset, count: count)
+    }
+
+    func copy(_ source: UnsafeRawBufferPointer, to offset: Int) {
+        guard source.count > 0 else { return }
+        precondition(contains(offset, source.count), "write outside the file")
+        (base + offset).copyMemory(from: source.baseAddress!, byteCount: source.count)
+    }
+
+    func zero(_ offset: Int, _ count: Int) {
+        guard count > 0 else { return }
+        precondition(contains(offset, count), "write outside the file")
+        memset(base + offset, 0, count)
+    }
+
+    /// CRC32C of `[offset, offset + count)`, chained onto `crc`.
+    func checksum(_ offset: Int, _ count: Int, chaining crc: UInt32 = 0) -> UInt32 {
+        precondition(contains(offset, count), "range outside the file")
+        return lrd_crc32c(crc, base + offset, count)
+    }
+
+    // MARK: - Atomic access for fields that readers change or read without the writer lock
+
+    @inline(__always)
+    func loadAcquire64(at offset: Int) -> UInt64 {
+        precondition(contains(offset, 8) && offset & 7 == 0, "bad atomic read")
+        return lrd_load_acquire_u64(base + offset)
+    }
+
+    @inline(__always)
+    func storeRelease64(_ value: UInt64, at offset: Int) {
+        precondition(contains(offset, 8) && offset & 7 == 0, "bad atomic write")
+        lrd_store_release_u64(base + offset, value)
+    }
+
+    @inline(__always)
+    func loadRelaxed8(at offset: Int) -> UInt8 {
+        precondition(contains(offset, 1), "read outside the file")
+        return lrd_load_relaxed_u8(base + offset)
+    }
+
+    @inline(__always)
+    func storeRelaxed8(_ value: UInt8, at offset: Int) {
+        precondition(contains(offset, 1), "write outside the file")
+        lrd_store_relaxed_u8(base + offset, value)
+    }
+}

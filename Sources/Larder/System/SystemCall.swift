@@ -1,0 +1,44 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The one place where libc calls are made: retries on `EINTR`, turns failures into `LarderError`.
+enum SystemCall {
+    /// Runs `body` until it does not fail with `EINTR`; a result of -1 becomes an `.io` error
+    /// (or `.full` for `ENOSPC`, `EDQUOT`, `EFBIG`) naming `operation`.
+    @discardableResult
+    static func retrying<T: FixedWidthInteger>(_ operation: String, _ body: () -> T) throws(LarderError) -> T {
+        while true {
+            let result = body()
+            if result != -1 { return result }
+            let code = errno
+            if code == EINTR { continue }
+            throw error(operation, errno: code)
+        }
+    }
+
+    /// A `LarderError` for a failed system call.
+    static func error(_ operation: String, errno code: Int32) -> LarderError {
+        let text = String(cString: strerror(code))
+        switch code {
+        case ENOSPC, EDQUOT, EFBIG:
+            return LarderError(.full, "\(operation): \(text)")
+        case ENOMEM:
+            return LarderError(.noMemory, "\(operation): \(text)")
+        default:
+            return LarderError(.io, "\(operation): \(text)")
+        }
+    }
+
+    /// Milliseconds since the Unix epoch, from the wall clock (expiry times are wall-clock times,
+    /// shared between processes). Served from the vDSO / commpage: no system call.
+    static func nowMilliseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return UInt64(ts.tv_sec) &* 1000 &+ UInt64(ts.tv_nsec / 1_000_000)
+    }
+}
