@@ -61,8 +61,17 @@ extension CacheStore {
         return max(longest, capacity - position)
     }
 
+    /// Free bytes between head and tail in ring order, not counting index segments (counted as
+    /// if all were in the gap, which can only understate it).
+    var gapBytes: Int {
+        (ringEnd - ringStart) - state.spanBytes - islands.reduce(0) { $0 + ($1.end - $1.start) }
+    }
+
     /// Makes `size` bytes at the head free, starting at a multiple of `alignment`, and returns
     /// that offset. The caller writes the record there and then calls `advanceHead(past:)`.
+    ///
+    /// Once the file is at its capacity, the tail is kept `reclaimSlack` bytes ahead of what the
+    /// head needs, so that a record read since the tail last passed finds room to be relocated.
     func reserve(_ size: Int, alignment: Int = FileLayout.recordAlignment) throws(LarderError) -> Int {
         precondition(size > 0 && size % FileLayout.recordAlignment == 0)
         var relocationBudget = max(4 * size, 64 << 10)
@@ -78,29 +87,58 @@ extension CacheStore {
             let start = FileLayout.alignUp(head, alignment)
             let (limit, obstacle) = freeRun(from: head)
             if start + size <= limit {
-                // Against the tail, reclaim a little more than needed: relocating a record that
-                // was read needs room in front of the head.
-                if obstacle != .tail || limit - start >= size + reclaimSlack {
+                if ringEnd < capacity || state.spanBytes == 0 || gapBytes >= size + reclaimSlack {
                     if start > head { pad(from: head, to: start) }
                     return start
                 }
+                try reclaimTailRecord(relocationBudget: &relocationBudget)
+                continue
             }
             switch obstacle {
             case .tail:
                 try reclaimTailRecord(relocationBudget: &relocationBudget)
             case .island(let islandStart, let islandEnd):
-                pad(from: head, to: islandStart)
-                state.head = islandEnd
-                state.spanBytes += islandEnd - islandStart
+                jump(from: head, over: islandStart, to: islandEnd)
             case .ringEnd:
                 if ringEnd < capacity {
                     try growFile(toFit: start + size)
                 } else {
-                    pad(from: head, to: ringEnd)
-                    state.head = ringStart
+                    wrap(from: head)
                 }
             }
         }
+    }
+
+    /// Moves the head, without reclaiming anything, to where at least `size` bytes are free in
+    /// front of it: over index segments and around the ring's end. Returns false when the tail
+    /// is in the way first.
+    func makeRunAtHead(of size: Int) -> Bool {
+        for _ in 0..<4 {
+            let head = state.head
+            let (limit, obstacle) = freeRun(from: head)
+            if limit - head >= size { return true }
+            switch obstacle {
+            case .tail:
+                return false
+            case .island(let islandStart, let islandEnd):
+                jump(from: head, over: islandStart, to: islandEnd)
+            case .ringEnd:
+                guard ringEnd == capacity else { return false }
+                wrap(from: head)
+            }
+        }
+        return false
+    }
+
+    private func jump(from head: Int, over islandStart: Int, to islandEnd: Int) {
+        pad(from: head, to: islandStart)
+        state.head = islandEnd
+        state.spanBytes += islandEnd - islandStart
+    }
+
+    private func wrap(from head: Int) {
+        pad(from: head, to: ringEnd)
+        state.head = ringStart
     }
 
     /// Moves the head past a record of `size` bytes just written at it.

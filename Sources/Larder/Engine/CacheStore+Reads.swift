@@ -30,7 +30,8 @@ extension CacheStore {
         guard found.header.dataIsIntact(in: file, at: found.offset, seed: seed) else {
             throw LarderError(.corrupt, "the stored value for this key is damaged (checksum mismatch at offset \(found.offset))", path: path)
         }
-        RecordHeader.markVisited(in: file, at: found.offset)
+        // A read-only mapping cannot take the access bit: such readers do not count as recency.
+        if !isReadOnly { RecordHeader.markVisited(in: file, at: found.offset) }
         lrd_fetch_add_u64(localCounters, 1)
         return ValueLocation(recordOffset: found.offset, header: found.header)
     }

@@ -89,8 +89,9 @@ final class CacheStore {
         var owner: MappedFile?
         do throws(LarderError) {
             // Opening and closing are serialized between processes. A dead process's locks are
-            // released by the kernel, so this never waits on the dead.
-            try descriptor.lock(byte: LockByte.transition, .exclusive, wait: true)
+            // released by the kernel, so this never waits on the dead. A read-only descriptor
+            // cannot hold a write lock; read-only opens change nothing and share the byte.
+            try descriptor.lock(byte: LockByte.transition, configuration.readOnly ? .shared : .exclusive, wait: true)
             guard try descriptor.lock(byte: LockByte.users, configuration.readOnly ? .shared : .exclusive, wait: false) else {
                 throw LarderError(.busy, "the cache is open elsewhere (another process, or another handle in this one); sharing one file is not supported yet")
             }
@@ -286,7 +287,7 @@ final class CacheStore {
         guard !isClosed else { return }
         isClosed = true
         let descriptor = file.descriptor
-        _ = try? descriptor.lock(byte: LockByte.transition, .exclusive, wait: true)
+        _ = try? descriptor.lock(byte: LockByte.transition, isReadOnly ? .shared : .exclusive, wait: true)
         defer {
             _ = try? descriptor.lock(byte: LockByte.users, .unlock, wait: false)
             _ = try? descriptor.lock(byte: LockByte.transition, .unlock, wait: false)

@@ -32,8 +32,9 @@ extension CacheStore {
             let now = SystemCall.nowMilliseconds()
             if header.isExpired(now: now) {
                 removeEntry(at: tail, header: header, counter: .expirations)
-            } else if relocationBudget >= size, freeRun(from: state.head).limit - state.head >= size,
-                      RecordHeader.wasVisited(in: file, at: tail) || state.liveRecordBytes + size <= compactionThreshold {
+            } else if relocationBudget >= size,
+                      RecordHeader.wasVisited(in: file, at: tail) || state.liveRecordBytes + size <= compactionThreshold,
+                      makeRunAtHead(of: size) {
                 relocationBudget -= size
                 relocate(from: tail, header: header)
                 return

@@ -1,0 +1,191 @@
+import Foundation
+import Testing
+@testable import Larder
+
+@Suite("Basic operations")
+struct BasicOperationsTests {
+    @Test func setThenReadBackInEveryForm() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set(Data("hello".utf8), forKey: "greeting")
+        #expect(try cache.data(forKey: "greeting") == Data("hello".utf8))
+        #expect(try cache.bytes(forKey: "greeting") == Array("hello".utf8))
+        #expect(try cache.withValue(forKey: "greeting") { String(decoding: $0, as: UTF8.self) } == "hello")
+        #expect(cache.contains("greeting"))
+        #expect(!cache.contains("absent"))
+        #expect(try cache.data(forKey: "absent") == nil)
+        #expect(try cache.withValue(forKey: "absent") { _ in 1 } == nil)
+    }
+
+    @Test func keysMayBeStringsBytesOrData() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1, 2, 3], forKey: [0xFF, 0x00, 0x7F] as [UInt8])
+        #expect(try cache.bytes(forKey: Data([0xFF, 0x00, 0x7F])) == [1, 2, 3])
+        try cache.set([4], forKey: "ключ")
+        #expect(try cache.bytes(forKey: Array("ключ".utf8)) == [4])
+        #expect(try cache.bytes(forKey: "ключ"[...]) == [4])
+        let raw: [UInt8] = [9, 9]
+        try raw.withUnsafeBytes { buffer in
+            try cache.set(buffer, forKey: buffer)
+            #expect(try cache.bytes(forKey: buffer) == raw)
+        }
+    }
+
+    @Test func overwriteReplacesTheValueAndKeepsTheCount() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set(pattern(1, count: 500), forKey: "k")
+        try cache.set(pattern(2, count: 30), forKey: "k")
+        #expect(try cache.bytes(forKey: "k") == pattern(2, count: 30))
+        #expect(cache.count == 1)
+        #expect(cache.totalBytes == 30)
+        #expect(cache.stats.updates == 1)
+        #expect(cache.stats.inserts == 1)
+    }
+
+    @Test func removeValueReportsWhetherSomethingWasRemoved() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1], forKey: "a")
+        #expect(try cache.removeValue(forKey: "a"))
+        #expect(try !cache.removeValue(forKey: "a"))
+        #expect(try cache.bytes(forKey: "a") == nil)
+        #expect(cache.count == 0)
+        #expect(cache.totalBytes == 0)
+    }
+
+    @Test func removeAllEmptiesTheCacheAndItStaysEmptyAfterReopen() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        for index in 0..<100 { try cache.set(pattern(index, count: 50), forKey: "k\(index)") }
+        try cache.removeAll()
+        #expect(cache.count == 0)
+        #expect(try cache.bytes(forKey: "k5") == nil)
+        try cache.set([7], forKey: "after")
+        try cache.close()
+        let reopened = try Cache(path: directory.path())
+        #expect(reopened.count == 1)
+        #expect(try reopened.bytes(forKey: "k5") == nil)
+        #expect(try reopened.bytes(forKey: "after") == [7])
+    }
+
+    @Test func countsSizesAndStatistics() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 1 << 20)
+        try cache.set(pattern(1, count: 100), forKey: "a")
+        try cache.set(pattern(2, count: 200), forKey: "b")
+        _ = try cache.data(forKey: "a")
+        _ = try cache.data(forKey: "a")
+        _ = try cache.data(forKey: "nope")
+        let stats = cache.stats
+        #expect(cache.count == 2 && stats.entryCount == 2)
+        #expect(cache.totalBytes == 300 && stats.liveBytes == 300 && stats.storedBytes == 300)
+        #expect(stats.hits == 2 && stats.misses == 1 && stats.inserts == 2)
+        #expect(stats.hitRatio > 0.66 && stats.hitRatio < 0.67)
+        #expect(cache.capacity == 1 << 20 && stats.capacity == 1 << 20)
+        #expect(cache.fileBytes > 0 && cache.fileBytes <= cache.capacity)
+        let onDisk = try FileManager.default.attributesOfItem(atPath: directory.path())[.size] as! Int
+        #expect(cache.fileBytes == onDisk)
+    }
+
+    @Test func statisticsPersistAcrossReopen() throws {
+        let directory = TemporaryDirectory()
+        do {
+            let cache = try Cache(path: directory.path())
+            try cache.set([1], forKey: "a")
+            _ = try cache.data(forKey: "a")
+            _ = try cache.data(forKey: "b")
+            try cache.close()
+        }
+        let cache = try Cache(path: directory.path())
+        #expect(cache.stats.hits == 1 && cache.stats.misses == 1 && cache.stats.inserts == 1)
+    }
+
+    @Test func closeIsIdempotentAndLaterCallsFailCleanly() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1], forKey: "a")
+        try cache.close()
+        try cache.close()
+        #expect(throws: LarderError.self) { try cache.set([2], forKey: "a") }
+        #expect(throws: LarderError.self) { try cache.data(forKey: "a") }
+        #expect(throws: LarderError.self) { try cache.sync() }
+        #expect(!cache.contains("a"))
+        #expect(cache.count == 0)
+        do {
+            _ = try cache.data(forKey: "a")
+        } catch {
+            #expect(error.code == .closed)
+        }
+    }
+
+    @Test func syncKeepsEverythingReadable() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1, 2], forKey: "a")
+        try cache.sync()
+        #expect(try cache.bytes(forKey: "a") == [1, 2])
+    }
+
+    @Test func writingInsideWithValueIsAnErrorNotADeadlock() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1], forKey: "a")
+        let code = try cache.withValue(forKey: "a") { _ -> LarderError.Code? in
+            do {
+                try cache.set([2], forKey: "b")
+                return nil
+            } catch let error as LarderError {
+                return error.code
+            }
+        }
+        #expect(code == .invalidArgument)
+        // Reads inside are fine, and writes work again afterwards.
+        #expect(try cache.withValue(forKey: "a") { _ in try cache.bytes(forKey: "a") } == [1])
+        try cache.set([3], forKey: "b")
+    }
+
+    @Test func errorsThrownByTheBodyOfWithValuePropagate() throws {
+        struct Marker: Error {}
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1], forKey: "a")
+        #expect(throws: Marker.self) { try cache.withValue(forKey: "a") { _ in throw Marker() } }
+        try cache.set([2], forKey: "a")
+    }
+
+    @Test func newFilesAreOwnerOnlyByDefault() throws {
+        let directory = TemporaryDirectory()
+        _ = try Cache(path: directory.path())
+        let permissions = try FileManager.default.attributesOfItem(atPath: directory.path())[.posixPermissions] as! Int
+        #expect(permissions == 0o600)
+        _ = try Cache(path: directory.path("shared.larder"), options: .init(permissions: 0o644))
+        let shared = try FileManager.default.attributesOfItem(atPath: directory.path("shared.larder"))[.posixPermissions] as! Int
+        #expect(shared == 0o644)
+    }
+
+    @Test func readOnlyCachesReadButRefuseWrites() throws {
+        let directory = TemporaryDirectory()
+        do {
+            let cache = try Cache(path: directory.path())
+            try cache.set([5], forKey: "a")
+            try cache.close()
+        }
+        let cache = try Cache(at: directory.path(), readOnly: true)
+        #expect(try cache.bytes(forKey: "a") == [5])
+        #expect(throws: LarderError(.readOnly, "the cache was opened read-only", path: directory.path())) {
+            try cache.set([6], forKey: "a")
+        }
+        #expect(throws: LarderError.self) { try cache.removeAll() }
+        #expect(throws: LarderError.self) { try Cache(at: directory.path("missing.larder"), readOnly: true) }
+    }
+
+    @Test func aSecondHandleOnTheSameFileIsRefusedUntilTheFirstCloses() throws {
+        let directory = TemporaryDirectory()
+        let first = try Cache(path: directory.path())
+        #expect(throws: LarderError.self) { try Cache(path: directory.path()) }
+        try first.close()
+        _ = try Cache(path: directory.path())
+    }
+}

@@ -1,0 +1,49 @@
+import CLarderSupport
+import Testing
+
+/// The checksum and the hash are part of the file format: other implementations must be able to
+/// reproduce them from the published algorithms. These are the algorithms' reference vectors.
+@Suite("Checksum and hash")
+struct ChecksumAndHashTests {
+    private func crc(_ text: String, seed: UInt32 = 0) -> UInt32 {
+        Array(text.utf8).withUnsafeBytes { lrd_crc32c(seed, $0.baseAddress, $0.count) }
+    }
+
+    private func xxh64(_ bytes: [UInt8]) -> UInt64 {
+        bytes.withUnsafeBytes { lrd_xxh64($0.baseAddress, $0.count, 0) }
+    }
+
+    @Test func crc32cMatchesTheCastagnoliCheckValue() {
+        #expect(crc("123456789") == 0xE306_9283)
+        #expect(crc("") == 0)
+        // RFC 3720 B.4: 32 bytes of zeros.
+        let zeros = [UInt8](repeating: 0, count: 32)
+        #expect(zeros.withUnsafeBytes { lrd_crc32c(0, $0.baseAddress, 32) } == 0x8A91_36AA)
+    }
+
+    @Test func crc32cChainsAcrossPieces() {
+        let whole = crc("hello, larder")
+        let chained = Array(", larder".utf8).withUnsafeBytes { lrd_crc32c(crc("hello"), $0.baseAddress, $0.count) }
+        #expect(whole == chained)
+    }
+
+    @Test func crc32cOfOddLengthsAgreesWithBytewise() {
+        // Every length from 0 to 100 through the word-at-a-time path equals a byte-at-a-time chain.
+        let bytes = (0..<100).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
+        for length in 0...bytes.count {
+            let fast = bytes.withUnsafeBytes { lrd_crc32c(0, $0.baseAddress, length) }
+            var slow: UInt32 = 0
+            for index in 0..<length {
+                slow = bytes.withUnsafeBytes { lrd_crc32c(slow, $0.baseAddress! + index, 1) }
+            }
+            #expect(fast == slow, "length \(length)")
+        }
+    }
+
+    @Test func xxh64MatchesReferenceVectors() {
+        #expect(xxh64([]) == 0xEF46_DB37_51D8_E999)
+        #expect(xxh64(Array("a".utf8)) == 0xD24E_C4F1_A98C_6E5B)
+        #expect(xxh64(Array("abc".utf8)) == 0x44BC_2CF5_AD77_0999)
+        #expect(xxh64(Array("Nobody inspects the spammish repetition".utf8)) == 0xFBCE_A83C_8A37_8BF1)
+    }
+}
