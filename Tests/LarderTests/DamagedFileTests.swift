@@ -1,0 +1,227 @@
+import Foundation
+import Testing
+@testable import Larder
+
+/// A damaged or hostile file is input: it gets an error or a repair, never a crash or a wrong value.
+@Suite("Bad input and damaged files")
+struct DamagedFileTests {
+    private func makeCache(_ path: String, entries: Int = 200) throws {
+        let cache = try Cache(at: path, capacity: 2 << 20)
+        for key in 0..<entries { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+        try cache.close()
+    }
+
+    private func rewrite(_ path: String, _ change: (inout [UInt8]) -> Void) throws {
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        change(&bytes)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    /// Re-encodes meta copy `copy` after `change`, with a valid checksum: a hostile file.
+    private func rewriteMeta(_ path: String, copy: Int, _ change: (inout Meta) -> Void) throws {
+        try rewrite(path) { bytes in
+            let encodedCopy = Array(bytes[(copy * 4096)..<(copy * 4096 + Meta.encodedSize)])
+            var meta = try! encodedCopy.withUnsafeBytes { Meta.decode($0) }.get()
+            change(&meta)
+            var encoded = [UInt8](repeating: 0, count: Meta.encodedSize)
+            encoded.withUnsafeMutableBytes { meta.encode(into: $0) }
+            bytes.replaceSubrange((copy * 4096)..<(copy * 4096 + Meta.encodedSize), with: encoded)
+        }
+    }
+
+    private func expectError(_ code: LarderError.Code, opening path: String, readOnly: Bool = false) {
+        do {
+            _ = try Cache(path: path, options: .init(readOnly: readOnly))
+            Issue.record("opened a file that should be refused")
+        } catch {
+            #expect(error.code == code, "\(error)")
+        }
+    }
+
+    /// Every value that can be read is exactly a version written for its key.
+    private func expectOnlyValidValues(_ cache: Cache, keys: Int = 200) throws {
+        for key in 0..<keys {
+            do {
+                guard let value = try cache.bytes(forKey: "k\(key)") else { continue }
+                #expect(VersionedValue.check(value, key: key) != nil, "k\(key)")
+            } catch {
+                #expect(error.code == .corrupt)
+            }
+        }
+    }
+
+    @Test func badKeysAreRejectedAndLoseNothing() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1], forKey: "keep")
+        for (key, code) in [([UInt8](), LarderError.Code.invalidArgument), ([UInt8](repeating: 1, count: 4097), .tooLarge)] {
+            #expect(throws: LarderError.self) { try cache.set([2], forKey: key) }
+            do { _ = try cache.data(forKey: key) } catch { #expect(error.code == code) }
+            do { _ = try cache.removeValue(forKey: key) } catch { #expect(error.code == code) }
+            #expect(!cache.contains(key))
+        }
+        #expect(try cache.bytes(forKey: "keep") == [1])
+    }
+
+    @Test func badOptionsAreRejected() throws {
+        let directory = TemporaryDirectory()
+        for pageSize in [0, 1000, 2048, 4095, 131072] {
+            #expect(throws: LarderError.self) { try Cache(at: directory.path(), pageSize: pageSize) }
+        }
+        for capacity in [-1, 0, 4096, 100_000] {
+            #expect(throws: LarderError.self) { try Cache(at: directory.path(), capacity: capacity) }
+        }
+        #expect(throws: LarderError.self) { try Cache(path: "") }
+        #expect(throws: LarderError.self) { try Cache(path: directory.url.path) }
+        #expect(throws: LarderError.self) { try Cache(path: directory.path("no/such/dir.larder")) }
+    }
+
+    @Test func aForeignFileIsRefusedAndLeftAlone() throws {
+        let directory = TemporaryDirectory()
+        let text = Data(String(repeating: "not a cache\n", count: 1000).utf8)
+        try text.write(to: URL(fileURLWithPath: directory.path()))
+        expectError(.incompatible, opening: directory.path())
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory.path())) == text)
+    }
+
+    @Test func aFileOfANewerFormatIsRefused() throws {
+        let directory = TemporaryDirectory()
+        try makeCache(directory.path())
+        for copy in 0..<2 { try rewriteMeta(directory.path(), copy: copy) { $0.readVersion = 99; $0.writeVersion = 99 } }
+        expectError(.incompatible, opening: directory.path())
+    }
+
+    @Test func aFileWrittenByANewerCompatibleWriterOpensReadOnly() throws {
+        let directory = TemporaryDirectory()
+        try makeCache(directory.path())
+        for copy in 0..<2 { try rewriteMeta(directory.path(), copy: copy) { $0.writeVersion = 2 } }
+        let cache = try Cache(path: directory.path())
+        #expect(try cache.bytes(forKey: "k3").flatMap { VersionedValue.check($0, key: 3) } == 1)
+        #expect(throws: LarderError.self) { try cache.set([1], forKey: "x") }
+    }
+
+    @Test func oneDamagedMetaCopyIsSurvived() throws {
+        let directory = TemporaryDirectory()
+        try makeCache(directory.path())
+        for copy in 0..<2 {
+            let path = directory.path("copy\(copy).larder")
+            try FileManager.default.copyItem(atPath: directory.path(), toPath: path)
+            try rewrite(path) { bytes in
+                for index in (copy * 4096)..<(copy * 4096 + 128) { bytes[index] ^= 0x5A }
+            }
+            let cache = try Cache(path: path)
+            #expect(try cache.bytes(forKey: "k7").flatMap { VersionedValue.check($0, key: 7) } == 1, "meta copy \(copy) damaged")
+        }
+    }
+
+    @Test func bothMetaCopiesDamagedIsAnError() throws {
+        let directory = TemporaryDirectory()
+        try makeCache(directory.path())
+        try rewrite(directory.path()) { bytes in
+            bytes[20] ^= 1
+            bytes[4096 + 20] ^= 1
+        }
+        expectError(.corrupt, opening: directory.path())
+    }
+
+    @Test func hostileMetaValuesWithValidChecksumsAreRefused() throws {
+        let changes: [(inout Meta) -> Void] = [
+            { $0.pageSize = 3000 }, { $0.capacity = 1 << 50 }, { $0.fileSize = $0.capacity + 4096 },
+            { $0.fileSize = 4096 }, { $0.activeIndex.offset = 1 << 40 }, { $0.activeIndex.slotCount = 1000 },
+            { $0.activeIndex = .none }, { $0.drainingIndex = IndexLocation(offset: 4096 * 3 + 1, slotCount: 512) },
+        ]
+        for (index, change) in changes.enumerated() {
+            let directory = TemporaryDirectory()
+            try makeCache(directory.path())
+            for copy in 0..<2 { try rewriteMeta(directory.path(), copy: copy, change) }
+            expectError(.corrupt, opening: directory.path())
+            _ = index
+        }
+    }
+
+    @Test func aDamagedValueIsAnErrorForItsKeyOnly() throws {
+        let directory = TemporaryDirectory()
+        try makeCache(directory.path())
+        let target = VersionedValue.make(key: 42, version: 1)
+        try rewrite(directory.path()) { bytes in
+            let start = bytes.firstRange(of: target)!.lowerBound
+            bytes[start + 20] ^= 0xFF
+        }
+        let cache = try Cache(path: directory.path())
+        do {
+            _ = try cache.bytes(forKey: "k42")
+            Issue.record("a damaged value was returned")
+        } catch {
+            #expect(error.code == .corrupt)
+        }
+        #expect(try cache.bytes(forKey: "k41").flatMap { VersionedValue.check($0, key: 41) } == 1)
+        // Overwriting the damaged entry repairs it.
+        try cache.set(VersionedValue.make(key: 42, version: 2), forKey: "k42")
+        #expect(try cache.bytes(forKey: "k42").flatMap { VersionedValue.check($0, key: 42) } == 2)
+    }
+
+    @Test func aZeroedStatePageIsRebuilt() throws {
+        let directory = TemporaryDirectory()
+        try makeCache(directory.path())
+        try rewrite(directory.path()) { bytes in
+            for index in (2 * 4096)..<(3 * 4096) { bytes[index] = 0 }
+        }
+        let cache = try Cache(path: directory.path())
+        #expect(cache.wasRecovered)
+        #expect(cache.count == 200)
+        try expectOnlyValidValues(cache)
+    }
+
+    @Test func randomDamageAnywhereNeverCrashesOrLies() throws {
+        // Deterministic: flip bytes at many places, open, read everything, write a little.
+        var generator = SplitMix(seed: 0xDA3A6E)
+        let directory = TemporaryDirectory()
+        let original = directory.path("original.larder")
+        try makeCache(original)
+        let size = try FileManager.default.attributesOfItem(atPath: original)[.size] as! Int
+        for round in 0..<40 {
+            let path = directory.path("damaged\(round).larder")
+            try FileManager.default.copyItem(atPath: original, toPath: path)
+            try rewrite(path) { bytes in
+                for _ in 0..<(1 + round % 8) {
+                    let start = Int(generator.next() % UInt64(size))
+                    for index in start..<min(size, start + 1 + Int(generator.next() % 64)) {
+                        bytes[index] = round % 3 == 0 ? 0 : UInt8(truncatingIfNeeded: generator.next())
+                    }
+                }
+            }
+            guard let cache = try? Cache(path: path) else { continue }
+            try expectOnlyValidValues(cache)
+            for key in 0..<50 { try? cache.set(VersionedValue.make(key: key, version: 2), forKey: "k\(key)") }
+            try expectOnlyValidValues(cache)
+            try? cache.close()
+        }
+    }
+
+    @Test func garbageDataAreaWithAValidMetaOpensEmpty() throws {
+        var generator = SplitMix(seed: 7)
+        let directory = TemporaryDirectory()
+        try makeCache(directory.path())
+        try rewrite(directory.path()) { bytes in
+            for index in (2 * 4096)..<bytes.count { bytes[index] = UInt8(truncatingIfNeeded: generator.next()) }
+        }
+        let cache = try Cache(path: directory.path())
+        #expect(cache.count == 0)
+        try expectOnlyValidValues(cache)
+        try cache.set([1], forKey: "fresh")
+        #expect(try cache.bytes(forKey: "fresh") == [1])
+    }
+}
+
+/// A small deterministic generator for tests.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import Testing
+@testable import Larder
+
+/// Values that say which key and which version they belong to, so that after a crash any value
+/// read can be checked to be a complete version once written for its key.
+enum VersionedValue {
+    static func make(key: Int, version: Int) -> [UInt8] {
+        var bytes = withUnsafeBytes(of: UInt32(key).littleEndian, Array.init)
+        bytes += withUnsafeBytes(of: UInt32(version).littleEndian, Array.init)
+        return bytes + pattern(key &* 7919 &+ version, count: (key &* 31 &+ version &* 17) % 3000)
+    }
+
+    /// The version a value claims, when the value is exactly what `make` produced for `key`.
+    static func check(_ bytes: [UInt8], key: Int) -> Int? {
+        guard bytes.count >= 8 else { return nil }
+        let storedKey = bytes[0..<4].withUnsafeBytes { Int(UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self))) }
+        let version = bytes[4..<8].withUnsafeBytes { Int(UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self))) }
+        return storedKey == key && bytes == make(key: key, version: version) ? version : nil
+    }
+}
+
+@Suite("Recovery")
+struct RecoveryTests {
+    /// A copy taken while the cache is open is what a crash leaves: the clean flag is not set.
+    private func snapshotOfOpenCache(_ directory: TemporaryDirectory, _ fill: (Cache) throws -> Void) throws -> String {
+        let cache = try Cache(at: directory.path(), capacity: 4 << 20)
+        try fill(cache)
+        let copy = directory.path("crashed.larder")
+        try FileManager.default.copyItem(atPath: directory.path(), toPath: copy)
+        try cache.close()
+        return copy
+    }
+
+    @Test func aFileLeftOpenIsRebuiltWithEveryEntry() throws {
+        let directory = TemporaryDirectory()
+        let copy = try snapshotOfOpenCache(directory) { cache in
+            for key in 0..<500 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+            for key in 0..<500 where key % 5 == 0 { try cache.set(VersionedValue.make(key: key, version: 2), forKey: "k\(key)") }
+            for key in 0..<500 where key % 7 == 0 { try cache.removeValue(forKey: "k\(key)") }
+        }
+        let cache = try Cache(path: copy)
+        #expect(cache.wasRecovered)
+        #expect(cache.stats.recoveries == 1)
+        var present = 0
+        for key in 0..<500 {
+            let value = try cache.bytes(forKey: "k\(key)")
+            if key % 7 == 0 {
+                #expect(value == nil, "removed k\(key) came back")
+                continue
+            }
+            present += 1
+            #expect(value.flatMap { VersionedValue.check($0, key: key) } == (key % 5 == 0 ? 2 : 1), "k\(key)")
+        }
+        #expect(cache.count == present)
+        // And it is a working cache afterwards.
+        try cache.set([1], forKey: "after")
+        #expect(try cache.bytes(forKey: "after") == [1])
+    }
+
+    @Test func aRebuiltCacheThatHadWrappedKeepsOnlyValidValues() throws {
+        let directory = TemporaryDirectory()
+        let copy = try snapshotOfOpenCache(directory) { cache in
+            for round in 0..<4 {
+                for key in 0..<1_000 { try cache.set(VersionedValue.make(key: key, version: round), forKey: "k\(key)") }
+            }
+        }
+        let cache = try Cache(path: copy)
+        #expect(cache.wasRecovered)
+        var found = 0
+        for key in 0..<1_000 {
+            guard let value = try cache.bytes(forKey: "k\(key)") else { continue }
+            found += 1
+            #expect(VersionedValue.check(value, key: key) == 3, "k\(key) is not its newest version")
+        }
+        #expect(found == cache.count)
+        #expect(found > 0)
+        for key in 0..<2_000 { try cache.set(VersionedValue.make(key: key, version: 9), forKey: "k\(key)") }
+        #expect(try cache.bytes(forKey: "k1999").flatMap { VersionedValue.check($0, key: 1999) } == 9)
+    }
+
+    @Test func aRevivedOlderRecordLosesToTheNewerOne() throws {
+        // Power loss can leave an overwritten record without its "dead" mark; the sequence
+        // number must decide.
+        let directory = TemporaryDirectory()
+        let old = VersionedValue.make(key: 1, version: 1)
+        let copy = try snapshotOfOpenCache(directory) { cache in
+            try cache.set(old, forKey: "k1")
+            try cache.set(VersionedValue.make(key: 1, version: 2), forKey: "k1")
+        }
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: copy)))
+        let valueStart = try #require(bytes.firstRange(of: old)).lowerBound
+        let recordStart = valueStart - RecordHeader.size - 2
+        #expect(bytes[recordStart + RecordHeader.Field.state] == 0)
+        bytes[recordStart + RecordHeader.Field.state] = 1
+        try Data(bytes).write(to: URL(fileURLWithPath: copy))
+        let cache = try Cache(path: copy)
+        #expect(try cache.bytes(forKey: "k1").flatMap { VersionedValue.check($0, key: 1) } == 2)
+        #expect(cache.count == 1)
+    }
+
+    @Test func aTruncatedFileOpensWithWhatSurvived() throws {
+        let directory = TemporaryDirectory()
+        let copy = try snapshotOfOpenCache(directory) { cache in
+            for key in 0..<2_000 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+        }
+        let size = try FileManager.default.attributesOfItem(atPath: copy)[.size] as! Int
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: copy))
+        try handle.truncate(atOffset: UInt64(size / 2 + 1234))
+        try handle.close()
+        let cache = try Cache(path: copy)
+        var found = 0
+        for key in 0..<2_000 {
+            guard let value = try cache.bytes(forKey: "k\(key)") else { continue }
+            found += 1
+            #expect(VersionedValue.check(value, key: key) == 1)
+        }
+        #expect(found == cache.count)
+        try cache.set([1], forKey: "after")
+        #expect(try cache.bytes(forKey: "after") == [1])
+    }
+
+    @Test func aProcessKilledWhileWritingLeavesAFileThatReopensWithValidValues() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        for round in 0..<3 {
+            await #expect(processExitsWith: .signal(SIGKILL)) { [path = path as String, round = round as Int] in
+                let cache = try Cache(path: path, options: .init(capacity: .megabytes(2)))
+                let deadline = Date(timeIntervalSinceNow: 0.05 + 0.05 * Double(round))
+                var version = round * 1_000_000
+                while true {
+                    for key in 0..<200 {
+                        version += 1
+                        try cache.set(VersionedValue.make(key: key, version: version), forKey: "k\(key)")
+                        if key % 50 == 0 { _ = try cache.removeValue(forKey: "k\(key + 1)") }
+                    }
+                    if Date() > deadline { kill(getpid(), SIGKILL) }
+                }
+            }
+            let cache = try Cache(path: path)
+            #expect(cache.wasRecovered)
+            var found = 0
+            for key in 0..<200 {
+                guard let value = try cache.bytes(forKey: "k\(key)") else { continue }
+                found += 1
+                #expect(VersionedValue.check(value, key: key) != nil, "k\(key) holds bytes never written for it")
+            }
+            #expect(found == cache.count)
+            try cache.close()
+        }
+    }
+}
