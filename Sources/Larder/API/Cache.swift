@@ -27,16 +27,24 @@ public final class Cache: @unchecked Sendable {
         public var defaultExpiry: Expiry
         /// Open without the right to change anything; fails when the file does not exist.
         public var readOnly: Bool
+        /// How writes that do not say otherwise store values.
+        public var compression: Compression
+        /// Values shorter than this many bytes are stored raw even when compressing: LZ4 cannot
+        /// shrink very short values, and the work would be wasted.
+        public var compressionThreshold: Int
         /// Permission bits for a new file (default `0o600`: owner only).
         public var permissions: UInt16
 
         public init(capacity: ByteCount? = nil, pageSize: Int = 4096, defaultExpiry: Expiry = .never,
-                    readOnly: Bool = false, permissions: UInt16 = 0o600) {
+                    readOnly: Bool = false, permissions: UInt16 = 0o600,
+                    compression: Compression = .none, compressionThreshold: Int = 128) {
             self.capacity = capacity
             self.pageSize = pageSize
             self.defaultExpiry = defaultExpiry
             self.readOnly = readOnly
             self.permissions = permissions
+            self.compression = compression
+            self.compressionThreshold = compressionThreshold
         }
     }
 
@@ -76,18 +84,22 @@ public final class Cache: @unchecked Sendable {
     ///   - value: The bytes to store: `Data`, `[UInt8]`, an `UnsafeRawBufferPointer`, ...
     ///   - key: 1 to 4096 bytes.
     ///   - expiry: When the entry stops being returned; `nil` uses `options.defaultExpiry`.
+    ///   - compression: How to store this value; `nil` uses `options.compression`.
     /// - Throws: `.tooLarge` for a value the cache can never hold, `.invalidArgument` for an empty
     ///   key, `.full` when the disk refuses more space, `.readOnly`, `.closed`.
     ///
     /// The corresponding C function is `larder_put`.
-    public func set(_ value: some ContiguousBytes, forKey key: some CacheKey, expiry: Expiry? = nil) throws(LarderError) {
+    public func set(_ value: some ContiguousBytes, forKey key: some CacheKey, expiry: Expiry? = nil,
+                    compression: Compression? = nil) throws(LarderError) {
         let deadline = (expiry ?? options.defaultExpiry).deadline(now: SystemCall.nowMilliseconds())
+        let compressing = (compression ?? options.compression) == .lz4
         let result: Result<Void, LarderError> = key.withCacheKeyBytes { keyBytes in
             value.withUnsafeBytes { valueBytes in
                 Result { () throws(LarderError) in
                     try write { () throws(LarderError) in
-                        try store.put(key: keyBytes, value: valueBytes, rawLength: valueBytes.count,
-                                      flags: 0, expiresAt: deadline)
+                        try store.put(key: keyBytes, value: valueBytes,
+                                      compress: compressing && valueBytes.count >= options.compressionThreshold,
+                                      expiresAt: deadline)
                     }
                 }
             }
@@ -130,8 +142,15 @@ public final class Cache: @unchecked Sendable {
             lock.withReadLock {
                 do {
                     guard let location = try store.locateValue(forKey: keyBytes) else { return .success(nil) }
-                    let bytes = store.storedBytes(of: location)
-                    return .success(try BorrowMarker.borrowing(self) { try body(bytes) })
+                    guard location.header.isCompressed else {
+                        let bytes = store.storedBytes(of: location)
+                        return .success(try BorrowMarker.borrowing(self) { try body(bytes) })
+                    }
+                    // A compressed value is lent decompressed, from a buffer that lives for the call.
+                    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: location.header.rawLength, alignment: 16)
+                    defer { buffer.deallocate() }
+                    guard store.decodeValue(location, into: buffer) else { throw Cache.undecodable(path) }
+                    return .success(try BorrowMarker.borrowing(self) { try body(UnsafeRawBufferPointer(buffer)) })
                 } catch {
                     return .failure(error)
                 }
@@ -144,12 +163,23 @@ public final class Cache: @unchecked Sendable {
     ///
     /// The corresponding C function is `larder_get_alloc`.
     public func data(forKey key: some CacheKey) throws(LarderError) -> Data? {
-        try read(key) { Data($0) }
+        try read(key) { store, location in
+            guard location.header.isCompressed else { return Data(store.storedBytes(of: location)) }
+            var data = Data(count: location.header.rawLength)
+            return data.withUnsafeMutableBytes { store.decodeValue(location, into: $0) } ? data : nil
+        }
     }
 
     /// The value for `key` as bytes, or `nil` when it is missing or expired.
     public func bytes(forKey key: some CacheKey) throws(LarderError) -> [UInt8]? {
-        try read(key) { Array($0) }
+        try read(key) { store, location in
+            var decoded = true
+            let bytes = [UInt8](unsafeUninitializedCapacity: location.header.rawLength) { buffer, count in
+                decoded = store.decodeValue(location, into: UnsafeMutableRawBufferPointer(buffer))
+                count = decoded ? buffer.count : 0
+            }
+            return decoded ? bytes : nil
+        }
     }
 
     /// Whether a live, unexpired value exists for `key`. A closed cache or an invalid key answers
@@ -223,14 +253,22 @@ public final class Cache: @unchecked Sendable {
         return try lock.withWriteLock(body)
     }
 
-    private func read<R>(_ key: some CacheKey, _ transform: (UnsafeRawBufferPointer) -> R) throws(LarderError) -> R? {
+    /// Looks `key` up under the read lock and lets `decode` turn the located value into `R`;
+    /// `decode` answers nil when a compressed value does not decode.
+    private func read<R>(_ key: some CacheKey,
+                         _ decode: (CacheStore, CacheStore.ValueLocation) -> R?) throws(LarderError) -> R? {
         try key.withCacheKeyBytes { keyBytes in
             Result { () throws(LarderError) -> R? in
                 try lock.withReadLock { () throws(LarderError) -> R? in
                     guard let location = try store.locateValue(forKey: keyBytes) else { return nil }
-                    return transform(store.storedBytes(of: location))
+                    guard let value = decode(store, location) else { throw Cache.undecodable(path) }
+                    return value
                 }
             }
         }.get()
+    }
+
+    private static func undecodable(_ path: String) -> LarderError {
+        LarderError(.corrupt, "the compressed value for this key does not decode", path: path)
     }
 }

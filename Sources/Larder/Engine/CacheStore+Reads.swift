@@ -41,6 +41,18 @@ extension CacheStore {
         file.bytes(at: location.valueOffset, count: location.header.storedLength)
     }
 
+    /// Reader: writes the value as callers see it (decompressed) into `destination`, which holds
+    /// exactly `header.rawLength` bytes. Returns false when a compressed value does not decode.
+    func decodeValue(_ location: ValueLocation, into destination: UnsafeMutableRawBufferPointer) -> Bool {
+        guard destination.count == location.header.rawLength else { return false }
+        let stored = storedBytes(of: location)
+        guard location.header.isCompressed else {
+            destination.copyMemory(from: stored)
+            return true
+        }
+        return LZ4Codec.decompress(stored, into: destination)
+    }
+
     /// Reader: whether a live, unexpired entry exists for `key` (no checksum, no statistics).
     func contains(key: UnsafeRawBufferPointer) throws(LarderError) -> Bool {
         try checkOpen()

@@ -2,18 +2,25 @@ import CLarderSupport
 
 /// Writes: each runs under the exclusive lock.
 extension CacheStore {
-    /// Stores `value` (already encoded: compressed when `flags` says so, `rawLength` bytes once
-    /// decoded) for `key`, replacing any earlier value. Evicts what it must to make room.
-    func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, rawLength: Int, flags: UInt8,
+    /// Stores `value` for `key`, replacing any earlier value, compressed with LZ4 when `compress`
+    /// is set and it saves space. Evicts what it must to make room.
+    func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, compress: Bool,
              expiresAt: UInt64) throws(LarderError) {
         try checkWritable()
         try validateKey(key)
-        let size = RecordHeader.entrySize(keyLength: key.count, storedLength: value.count)
+        var compress = compress && value.count <= LZ4Codec.maximumInputSize
+        var size = RecordHeader.entrySize(keyLength: key.count,
+                                          storedLength: compress ? LZ4Codec.bound(value.count) : value.count)
         if size > largestPlaceableRecord && draining != nil {
             // A second index segment may be what is in the way; finishing the growth removes it.
             try stepMigration(slots: HashTable.maximumSlotCount)
         }
-        guard value.count <= UInt32.max, rawLength <= UInt32.max, size <= largestPlaceableRecord else {
+        if compress && size > largestPlaceableRecord {
+            // Room for LZ4's worst case is not there; the raw value may still fit.
+            compress = false
+            size = RecordHeader.entrySize(keyLength: key.count, storedLength: value.count)
+        }
+        guard value.count <= UInt32.max, size <= largestPlaceableRecord else {
             throw LarderError(.tooLarge, "a value of \(value.count) bytes does not fit this cache (capacity \(capacity) bytes; the largest record it can place is \(largestPlaceableRecord) bytes)", path: path)
         }
         let hash = KeyHash(key)
@@ -21,13 +28,24 @@ extension CacheStore {
         try ensureIndexRoom()
         let offset = try reserve(size)
 
+        // Compress straight into the ring: the room reserved is LZ4's bound, the record takes
+        // only what the compressed form needs.
+        let valueOffset = offset + RecordHeader.size + key.count
         file.copy(key, to: offset + RecordHeader.size)
-        file.copy(value, to: offset + RecordHeader.size + key.count)
+        var storedLength = value.count
+        var flags: UInt8 = 0
+        if compress, let compressed = LZ4Codec.compress(value, into: file.mutableBytes(at: valueOffset, count: size - RecordHeader.size - key.count)) {
+            storedLength = compressed
+            flags = RecordHeader.compressedFlag
+            size = RecordHeader.entrySize(keyLength: key.count, storedLength: storedLength)
+        } else {
+            file.copy(value, to: valueOffset)
+        }
         let header = RecordHeader(
-            kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: value.count,
-            rawLength: rawLength, sequence: takeSequence(), expiresAt: expiresAt,
+            kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: storedLength,
+            rawLength: value.count, sequence: takeSequence(), expiresAt: expiresAt,
             storedAt: SystemCall.nowMilliseconds(),
-            dataChecksum: file.checksum(offset + RecordHeader.size, key.count + value.count, chaining: seed))
+            dataChecksum: file.checksum(offset + RecordHeader.size, key.count + storedLength, chaining: seed))
         header.write(to: file, at: offset, seed: seed)
         advanceHead(past: size)
 
@@ -45,8 +63,8 @@ extension CacheStore {
             state.entryCount += 1
             state.add(1, to: .inserts)
         }
-        state.liveRawBytes += rawLength
-        state.liveStoredBytes += value.count
+        state.liveRawBytes += value.count
+        state.liveStoredBytes += storedLength
         state.liveRecordBytes += size
     }
 

@@ -1,0 +1,11 @@
+/// How values are stored.
+///
+/// Compression is decided per value: a value under the cache's `compressionThreshold`, or one that
+/// LZ4 does not shrink, is stored raw. A file may hold both kinds, and every process reads both
+/// whatever it was opened with.
+public enum Compression: Hashable, Sendable {
+    /// Values are stored as given.
+    case none
+    /// Values are compressed with LZ4 (the system liblz4).
+    case lz4
+}
