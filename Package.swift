@@ -5,6 +5,9 @@ let package = Package(
     name: "Larder",
     products: [
         .library(name: "Larder", targets: ["Larder"]),
+        // The C API (include/larder.h) as a shared library: libLarderC.so / libLarderC.dylib,
+        // installed as liblarder by `make -C Examples/c install`.
+        .library(name: "LarderC", type: .dynamic, targets: ["LarderC"]),
     ],
     targets: [
         // Small C helpers the Swift core needs and Swift cannot spell portably:
@@ -20,10 +23,22 @@ let package = Package(
             name: "Larder",
             dependencies: ["CLarderSupport", "CLZ4"]
         ),
+        // Swift's view of include/larder.h, so the exports are written against its declarations.
+        .systemLibrary(name: "CLarderABI"),
+        .target(
+            name: "LarderC",
+            dependencies: ["Larder", "CLarderABI"]
+        ),
         .executableTarget(
             name: "larder-demo",
             dependencies: ["Larder"],
             path: "Examples/demo"
+        ),
+        // The Swift half of the C interoperability check (Tests/C/Makefile, target "interop").
+        .executableTarget(
+            name: "larder-interop",
+            dependencies: ["Larder"],
+            path: "Tests/Interop"
         ),
         .testTarget(
             name: "LarderTests",

@@ -9,6 +9,9 @@ do {
     let run = (Int(runs) ?? 0) + 1
     try cache.set(Data(String(run).utf8), forKey: "runs")
     print("run \(run) of the demo on \(path)")
+    if let fromC = try cache.data(forKey: "from-c") {
+        print("the C example left: \(String(decoding: fromC, as: UTF8.self))")
+    }
 
     try cache.set(Data("see you soon".utf8), forKey: "greeting", expiry: .seconds(0.2))
     print("greeting:", try cache.data(forKey: "greeting").map { String(decoding: $0, as: UTF8.self) } ?? "(none)")

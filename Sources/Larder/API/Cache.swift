@@ -48,6 +48,9 @@ public final class Cache: @unchecked Sendable {
         }
     }
 
+    /// This library's version.
+    public static let versionString: StaticString = "0.1.0"
+
     /// The longest key, in bytes.
     public static let maximumKeyLength = CacheStore.maximumKeyLength
 
@@ -190,6 +193,36 @@ public final class Cache: @unchecked Sendable {
         key.withCacheKeyBytes { keyBytes in
             lock.withReadLock { (try? store.contains(key: keyBytes)) ?? false }
         }
+    }
+
+    /// Calls `body` with the key and the value's length (as callers see it) of every live entry,
+    /// in no particular order, until `body` returns false. The key bytes are valid only during
+    /// the call. Writing to this cache from inside `body` throws `.invalidArgument`.
+    ///
+    /// The corresponding C function is `larder_foreach`.
+    public func forEachEntry(_ body: (_ key: UnsafeRawBufferPointer, _ valueLength: Int) throws -> Bool) throws {
+        let outcome: Result<Void, any Error> = lock.withReadLock {
+            do {
+                return try BorrowMarker.borrowing(self) {
+                    try store.forEachEntry { key, header in try body(key, header.rawLength) }
+                }
+            } catch {
+                return .failure(error)
+            }
+        }
+        try outcome.get()
+    }
+
+    /// Whether a live, unexpired value exists for `key`; unlike `contains(_:)`, a closed cache or
+    /// an invalid key is an error.
+    ///
+    /// The corresponding C function is `larder_contains`.
+    public func containsValue(forKey key: some CacheKey) throws(LarderError) -> Bool {
+        try key.withCacheKeyBytes { keyBytes in
+            Result { () throws(LarderError) in
+                try lock.withReadLock { () throws(LarderError) in try store.contains(key: keyBytes) }
+            }
+        }.get()
     }
 
     // MARK: - Size and statistics

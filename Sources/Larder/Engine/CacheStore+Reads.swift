@@ -61,6 +61,26 @@ extension CacheStore {
         return !found.header.isExpiredNow
     }
 
+    /// Reader: calls `body` with the key and header of every live, unexpired entry, in index
+    /// order, until it returns false.
+    func forEachEntry(_ body: (UnsafeRawBufferPointer, RecordHeader) throws -> Bool) throws(LarderError) -> Result<Void, any Error> {
+        try checkOpen()
+        let now = SystemCall.nowMilliseconds()
+        for table in [active] + (draining.map { [$0] } ?? []) {
+            for index in 0..<table.slotCount {
+                let slot = table[index]
+                guard HashTable.isEntry(slot), let header = entryHeader(at: HashTable.offset(of: slot)),
+                      !header.isExpired(now: now) else { continue }
+                do {
+                    if try !body(keyBytes(at: HashTable.offset(of: slot), header: header), header) { return .success(()) }
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+        return .success(())
+    }
+
     /// Reader: the persistent counters plus this process's unfolded hits and misses.
     func counter(_ counter: SharedState.Counter) -> UInt64 {
         let base = isClosed ? 0 : state.counter(counter)

@@ -1,0 +1,51 @@
+/* Larder from C: the same cache file the Swift demo uses.
+ *
+ *   cc -std=c11 -I../../include example.c -L../../.build/release -Wl,-rpath,../../.build/release -lLarderC -o example
+ *   ./example /tmp/larder-demo.larder
+ */
+#include "larder.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char **argv) {
+    const char *path = argc > 1 ? argv[1] : "/tmp/larder-demo.larder";
+    larder_options options;
+    larder_options_init(&options);
+    options.capacity_bytes = 1u << 20;
+
+    larder *db;
+    int rc = larder_open(path, &options, &db);
+    if (rc != LARDER_OK) {
+        fprintf(stderr, "larder_open: %s (%s)\n", larder_strerror(rc), larder_last_error_message());
+        return 1;
+    }
+
+    /* Written by the Swift demo, read here. */
+    char runs[32];
+    size_t length;
+    rc = larder_get(db, "runs", 4, runs, sizeof runs - 1, &length);
+    if (rc == LARDER_OK) {
+        runs[length] = 0;
+        printf("C example: the Swift demo has run %s time(s) on %s\n", runs, path);
+    } else {
+        printf("C example: no Swift runs recorded yet (%s)\n", larder_strerror(rc));
+    }
+
+    /* Written here, read by the Swift demo next time. */
+    const char *greeting = "hello from C";
+    rc = larder_put(db, "from-c", 6, greeting, strlen(greeting), 0);
+    if (rc != LARDER_OK) {
+        fprintf(stderr, "larder_put: %s (%s)\n", larder_strerror(rc), larder_last_error_message());
+        larder_close(db);
+        return 1;
+    }
+
+    struct larder_stats stats = {sizeof stats, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    larder_stats(db, &stats);
+    printf("C example: %llu entries, %llu of %llu bytes in the file, %llu evictions\n",
+           (unsigned long long)stats.entries, (unsigned long long)stats.file_bytes,
+           (unsigned long long)stats.capacity_bytes, (unsigned long long)stats.evictions);
+    larder_close(db);
+    return 0;
+}

@@ -1,0 +1,77 @@
+import CLarderABI
+import Larder
+
+/// Turning C arguments into Swift values, refusing the ones that cannot be right.
+enum Arguments {
+    /// The `Cache` behind a handle; the handle is a retained reference made by `larder_open`.
+    static func cache(_ db: UnsafeMutablePointer<larder>?) -> Cache? {
+        db.map { Unmanaged<Cache>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue() }
+    }
+
+    static func handle(for cache: Cache) -> UnsafeMutablePointer<larder> {
+        Unmanaged.passRetained(cache).toOpaque().assumingMemoryBound(to: larder.self)
+    }
+
+    /// A key's bytes: non-empty, and a pointer behind them.
+    static func key(_ pointer: UnsafeRawPointer?, _ length: Int) -> Result<UnsafeRawBufferPointer, StatusError> {
+        guard length > 0, let pointer else {
+            return .failure(StatusError.invalid(length == 0 ? "the key is empty" : "the key pointer is NULL"))
+        }
+        return .success(UnsafeRawBufferPointer(start: pointer, count: length))
+    }
+
+    /// A value's bytes: a NULL pointer is allowed only with length 0.
+    static func bytes(_ pointer: UnsafeRawPointer?, _ length: Int, _ name: String) -> Result<UnsafeRawBufferPointer, StatusError> {
+        guard length >= 0, pointer != nil || length == 0 else {
+            return .failure(StatusError.invalid("\(name) is NULL with a length of \(length)"))
+        }
+        return .success(UnsafeRawBufferPointer(start: length == 0 ? nil : pointer, count: length))
+    }
+
+    /// The expiry a `ttl_ms` stands for: nil for the cache's default.
+    static func expiry(ttlMilliseconds ttl: UInt64) -> Expiry? {
+        switch ttl {
+        case 0: nil
+        case UInt64.max: .never
+        default: .seconds(Double(ttl) / 1000)
+        }
+    }
+
+    /// `Cache.Options` from a `larder_options`, reading only the fields `struct_size` covers.
+    static func options(_ pointer: UnsafePointer<larder_options>?) -> Result<Cache.Options, StatusError> {
+        var options = Cache.Options()
+        guard let pointer else { return .success(options) }
+        let raw = UnsafeRawPointer(pointer)
+        let size = Int(raw.loadUnaligned(as: UInt32.self))
+        guard size >= 8 else { return .failure(StatusError.invalid("larder_options.struct_size is \(size); call larder_options_init")) }
+        func field<T>(_ path: KeyPath<larder_options, T>, _: T.Type) -> T? {
+            guard let offset = MemoryLayout<larder_options>.offset(of: path),
+                  offset + MemoryLayout<T>.size <= size else { return nil }
+            return raw.loadUnaligned(fromByteOffset: offset, as: T.self)
+        }
+        let flags = field(\.flags, UInt32.self) ?? 0
+        guard flags & ~LARDER_FLAG_READ_ONLY == 0 else { return .failure(StatusError.invalid("unknown flags \(flags)")) }
+        options.readOnly = flags & LARDER_FLAG_READ_ONLY != 0
+        if let capacity = field(\.capacity_bytes, UInt64.self), capacity != 0 {
+            guard capacity <= UInt64(Int.max) else { return .failure(StatusError.invalid("capacity \(capacity)")) }
+            options.capacity = .bytes(Int(capacity))
+        }
+        if let pageSize = field(\.page_size, UInt32.self), pageSize != 0 { options.pageSize = Int(pageSize) }
+        switch field(\.compression, UInt32.self) ?? LARDER_COMPRESSION_NONE {
+        case LARDER_COMPRESSION_NONE: options.compression = .none
+        case LARDER_COMPRESSION_LZ4: options.compression = .lz4
+        case let other: return .failure(StatusError.invalid("unknown compression \(other)"))
+        }
+        if let ttl = field(\.default_ttl_ms, UInt64.self), let expiry = expiry(ttlMilliseconds: ttl) {
+            options.defaultExpiry = expiry
+        }
+        if let mode = field(\.file_mode, UInt32.self), mode != 0 {
+            guard mode <= 0o7777 else { return .failure(StatusError.invalid("file mode \(mode)")) }
+            options.permissions = UInt16(mode)
+        }
+        if let threshold = field(\.compression_threshold, UInt32.self), threshold != 0 {
+            options.compressionThreshold = Int(threshold)
+        }
+        return .success(options)
+    }
+}

@@ -1,0 +1,219 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CLarderABI
+import Larder
+
+// The C API of include/larder.h. Each function converts its arguments, calls the Swift core and
+// converts the outcome to a status code; no logic lives here, and no Swift error or trap crosses
+// into C.
+
+@c(larder_options_init)
+public func larderOptionsInit(_ opts: UnsafeMutablePointer<larder_options>?) {
+    opts?.pointee = larder_options(
+        struct_size: UInt32(MemoryLayout<larder_options>.size), flags: 0, capacity_bytes: 0, page_size: 0,
+        compression: LARDER_COMPRESSION_NONE, default_ttl_ms: 0, file_mode: 0, compression_threshold: 0)
+}
+
+@c(larder_open)
+public func larderOpen(_ path: UnsafePointer<CChar>?, _ opts: UnsafePointer<larder_options>?,
+                       _ out: UnsafeMutablePointer<UnsafeMutablePointer<larder>?>?) -> Int32 {
+    LastError.clear()
+    guard let out else { return Status.invalid("out is NULL") }
+    out.pointee = nil
+    guard let path else { return Status.invalid("path is NULL") }
+    let options: Cache.Options
+    switch Arguments.options(opts) {
+    case .success(let value): options = value
+    case .failure(let error): return error.status
+    }
+    do {
+        out.pointee = Arguments.handle(for: try Cache(path: String(cString: path), options: options))
+        return Status.ok
+    } catch {
+        return Status.of(error)
+    }
+}
+
+@c(larder_close)
+public func larderClose(_ db: UnsafeMutablePointer<larder>?) {
+    guard let db else { return }
+    let cache = Unmanaged<Cache>.fromOpaque(UnsafeRawPointer(db))
+    try? cache.takeUnretainedValue().close()
+    cache.release()
+}
+
+@c(larder_put)
+public func larderPut(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t,
+                      _ value: UnsafeRawPointer?, _ valueLength: size_t, _ ttl: UInt64) -> Int32 {
+    LastError.clear()
+    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
+    do {
+        let keyBytes = try Arguments.key(key, keyLength).get()
+        let valueBytes = try Arguments.bytes(value, valueLength, "value").get()
+        try cache.set(valueBytes, forKey: keyBytes, expiry: Arguments.expiry(ttlMilliseconds: ttl))
+        return Status.ok
+    } catch {
+        return Status.of(error)
+    }
+}
+
+@c(larder_get)
+public func larderGet(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t,
+                      _ buffer: UnsafeMutableRawPointer?, _ bufferLength: size_t,
+                      _ valueLength: UnsafeMutablePointer<size_t>?) -> Int32 {
+    LastError.clear()
+    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
+    guard let valueLength else { return Status.invalid("value_len is NULL") }
+    guard buffer != nil || bufferLength == 0 else { return Status.invalid("buf is NULL with a length of \(bufferLength)") }
+    do {
+        let keyBytes = try Arguments.key(key, keyLength).get()
+        let length = try cache.withValue(forKey: keyBytes) { bytes -> Int in
+            if bytes.count <= bufferLength, bytes.count > 0 {
+                buffer!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            }
+            return bytes.count
+        }
+        guard let length else { return Status.notFound }
+        valueLength.pointee = length
+        return length <= bufferLength ? Status.ok : Status.bufferTooSmall
+    } catch {
+        return Status.of(error)
+    }
+}
+
+@c(larder_get_alloc)
+public func larderGetAlloc(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t,
+                           _ value: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+                           _ valueLength: UnsafeMutablePointer<size_t>?) -> Int32 {
+    LastError.clear()
+    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
+    guard let value, let valueLength else { return Status.invalid("value or value_len is NULL") }
+    value.pointee = nil
+    do {
+        let keyBytes = try Arguments.key(key, keyLength).get()
+        let copy = try cache.withValue(forKey: keyBytes) { bytes -> (UnsafeMutableRawPointer?, Int) in
+            guard let memory = malloc(max(bytes.count, 1)) else { return (nil, bytes.count) }
+            if bytes.count > 0 { memory.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+            return (memory, bytes.count)
+        }
+        guard let copy else { return Status.notFound }
+        guard let memory = copy.0 else {
+            LastError.set("could not allocate \(copy.1) bytes")
+            return LARDER_NO_MEMORY
+        }
+        value.pointee = memory
+        valueLength.pointee = copy.1
+        return Status.ok
+    } catch {
+        return Status.of(error)
+    }
+}
+
+@c(larder_free)
+public func larderFree(_ pointer: UnsafeMutableRawPointer?) {
+    free(pointer)
+}
+
+@c(larder_delete)
+public func larderDelete(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t) -> Int32 {
+    LastError.clear()
+    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
+    do {
+        return try cache.removeValue(forKey: try Arguments.key(key, keyLength).get()) ? Status.ok : Status.notFound
+    } catch {
+        return Status.of(error)
+    }
+}
+
+@c(larder_contains)
+public func larderContains(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t) -> Int32 {
+    LastError.clear()
+    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
+    do {
+        return try cache.containsValue(forKey: try Arguments.key(key, keyLength).get()) ? Status.ok : Status.notFound
+    } catch {
+        return Status.of(error)
+    }
+}
+
+@c(larder_clear)
+public func larderClear(_ db: UnsafeMutablePointer<larder>?) -> Int32 {
+    LastError.clear()
+    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
+    do {
+        try cache.removeAll()
+        return Status.ok
+    } catch {
+        return Status.of(error)
+    }
+}
+
+@c(larder_sync)
+public func larderSync(_ db: UnsafeMutablePointer<larder>?) -> Int32 {
+    LastError.clear()
+    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
+    do {
+        try cache.sync()
+        return Status.ok
+    } catch {
+        return Status.of(error)
+    }
+}
+
+@c(larder_stats)
+public func larderStats(_ db: UnsafeMutablePointer<larder>?, _ out: UnsafeMutablePointer<larder_stats>?) -> Int32 {
+    LastError.clear()
+    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
+    guard let out else { return Status.invalid("out is NULL") }
+    let size = Int(UnsafeRawPointer(out).loadUnaligned(as: UInt32.self))
+    guard size >= 8 else { return Status.invalid("larder_stats.struct_size is \(size)") }
+    let stats = cache.stats
+    var filled = larder_stats(
+        struct_size: UInt32(min(size, MemoryLayout<larder_stats>.size)), reserved: 0,
+        entries: UInt64(stats.entryCount), live_bytes: UInt64(stats.liveBytes), stored_bytes: UInt64(stats.storedBytes),
+        file_bytes: UInt64(stats.fileBytes), capacity_bytes: UInt64(stats.capacity), hits: stats.hits,
+        misses: stats.misses, inserts: stats.inserts, evictions: stats.evictions, expirations: stats.expirations,
+        updates: stats.updates, removals: stats.removals, relocations: stats.relocations, recoveries: stats.recoveries)
+    withUnsafeBytes(of: &filled) { bytes in
+        UnsafeMutableRawPointer(out).copyMemory(from: bytes.baseAddress!, byteCount: min(size, bytes.count))
+    }
+    return Status.ok
+}
+
+@c(larder_foreach)
+public func larderForEach(_ db: UnsafeMutablePointer<larder>?, _ fn: larder_foreach_fn?,
+                          _ context: UnsafeMutableRawPointer?) -> Int32 {
+    LastError.clear()
+    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
+    guard let fn else { return Status.invalid("fn is NULL") }
+    var result = Status.ok
+    do {
+        try cache.forEachEntry { key, valueLength in
+            result = fn(context, key.baseAddress, key.count, valueLength)
+            return result == 0
+        }
+        return result
+    } catch {
+        return Status.of(error)
+    }
+}
+
+@c(larder_strerror)
+public func larderStrerror(_ status: Int32) -> UnsafePointer<CChar> {
+    CString.of(Status.describe(status))
+}
+
+@c(larder_last_error_message)
+public func larderLastErrorMessage() -> UnsafePointer<CChar> {
+    LastError.message
+}
+
+@c(larder_version)
+public func larderVersion() -> UnsafePointer<CChar> {
+    CString.of(Cache.versionString)
+}

@@ -1,0 +1,386 @@
+/* Tests of the C API (include/larder.h): every function, its error paths, and threads.
+ * Built with -std=c11 -Wall -Wextra -Werror -pedantic by gcc and clang, run plain, under
+ * valgrind and under AddressSanitizer. Prints "N passed, N failed" and exits non-zero on failure. */
+#define _POSIX_C_SOURCE 200809L
+#include "larder.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int passed, failed;
+
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (cond) {                                                                      \
+            passed++;                                                                    \
+        } else {                                                                         \
+            failed++;                                                                    \
+            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__,      \
+                    __LINE__, #cond, larder_last_error_message());                       \
+        }                                                                                \
+    } while (0)
+
+static char directory[256];
+
+static void path_for(char *out, size_t size, const char *name) {
+    snprintf(out, size, "%s/%s", directory, name);
+}
+
+static larder *open_fresh(const char *name, const larder_options *opts) {
+    char path[512];
+    path_for(path, sizeof path, name);
+    unlink(path);
+    larder *db = NULL;
+    int rc = larder_open(path, opts, &db);
+    CHECK(rc == LARDER_OK && db != NULL);
+    return db;
+}
+
+static void test_put_get_delete(void) {
+    larder *db = open_fresh("basic.larder", NULL);
+    CHECK(larder_put(db, "k", 1, "value", 5, 0) == LARDER_OK);
+
+    char buf[16];
+    size_t len = 0;
+    CHECK(larder_get(db, "k", 1, buf, sizeof buf, &len) == LARDER_OK);
+    CHECK(len == 5 && memcmp(buf, "value", 5) == 0);
+
+    /* Asking for the size, then a buffer too small. */
+    len = 0;
+    CHECK(larder_get(db, "k", 1, NULL, 0, &len) == LARDER_BUFFER_TOO_SMALL && len == 5);
+    CHECK(larder_get(db, "k", 1, buf, 4, &len) == LARDER_BUFFER_TOO_SMALL && len == 5);
+
+    void *copy = NULL;
+    CHECK(larder_get_alloc(db, "k", 1, &copy, &len) == LARDER_OK && len == 5 && memcmp(copy, "value", 5) == 0);
+    larder_free(copy);
+    larder_free(NULL);
+
+    CHECK(larder_contains(db, "k", 1) == LARDER_OK);
+    CHECK(larder_contains(db, "nope", 4) == LARDER_NOT_FOUND);
+    CHECK(larder_get(db, "nope", 4, buf, sizeof buf, &len) == LARDER_NOT_FOUND);
+    CHECK(larder_get_alloc(db, "nope", 4, &copy, &len) == LARDER_NOT_FOUND && copy == NULL);
+    CHECK(larder_delete(db, "k", 1) == LARDER_OK);
+    CHECK(larder_delete(db, "k", 1) == LARDER_NOT_FOUND);
+    CHECK(larder_contains(db, "k", 1) == LARDER_NOT_FOUND);
+
+    /* Empty values and binary keys. */
+    const unsigned char binary_key[3] = {0, 0xFF, 0};
+    CHECK(larder_put(db, binary_key, 3, NULL, 0, 0) == LARDER_OK);
+    len = 99;
+    CHECK(larder_get(db, binary_key, 3, NULL, 0, &len) == LARDER_OK && len == 0);
+    CHECK(larder_get_alloc(db, binary_key, 3, &copy, &len) == LARDER_OK && len == 0 && copy != NULL);
+    larder_free(copy);
+    larder_close(db);
+}
+
+static void test_invalid_arguments(void) {
+    larder *db = open_fresh("invalid.larder", NULL);
+    char buf[8];
+    size_t len;
+    void *copy;
+    char big_key[4097];
+    memset(big_key, 'x', sizeof big_key);
+
+    CHECK(larder_put(NULL, "k", 1, "v", 1, 0) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_put(db, NULL, 1, "v", 1, 0) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_put(db, "k", 0, "v", 1, 0) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_put(db, "k", 1, NULL, 1, 0) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_put(db, big_key, sizeof big_key, "v", 1, 0) == LARDER_TOO_LARGE);
+    CHECK(strlen(larder_last_error_message()) > 0);
+    CHECK(larder_get(NULL, "k", 1, buf, sizeof buf, &len) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_get(db, "k", 1, buf, sizeof buf, NULL) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_get(db, "k", 1, NULL, 8, &len) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_get(db, NULL, 0, buf, sizeof buf, &len) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_get_alloc(db, "k", 1, NULL, &len) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_get_alloc(db, "k", 1, &copy, NULL) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_delete(NULL, "k", 1) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_delete(db, "", 0) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_contains(NULL, "k", 1) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_contains(db, big_key, sizeof big_key) == LARDER_TOO_LARGE);
+    CHECK(larder_clear(NULL) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_sync(NULL) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_stats(NULL, NULL) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_stats(db, NULL) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_foreach(db, NULL, NULL) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_foreach(NULL, NULL, NULL) == LARDER_INVALID_ARGUMENT);
+    larder_close(NULL);
+
+    /* A successful call clears the thread's last error. */
+    CHECK(larder_put(db, "k", 1, "v", 1, 0) == LARDER_OK);
+    CHECK(strcmp(larder_last_error_message(), "") == 0);
+    larder_close(db);
+}
+
+static void test_open_errors_and_options(void) {
+    larder *db = (larder *)1;
+    CHECK(larder_open(NULL, NULL, &db) == LARDER_INVALID_ARGUMENT && db == NULL);
+    CHECK(larder_open("x", NULL, NULL) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_open("/nonexistent-dir/x.larder", NULL, &db) == LARDER_IO && db == NULL);
+    CHECK(strstr(larder_last_error_message(), "/nonexistent-dir/x.larder") != NULL);
+
+    larder_options opts;
+    larder_options_init(&opts);
+    CHECK(opts.struct_size == sizeof opts && opts.capacity_bytes == 0 && opts.flags == 0);
+    opts.page_size = 1000;
+    char path[512];
+    path_for(path, sizeof path, "options.larder");
+    unlink(path);
+    CHECK(larder_open(path, &opts, &db) == LARDER_INVALID_ARGUMENT);
+    larder_options_init(&opts);
+    opts.compression = 7;
+    CHECK(larder_open(path, &opts, &db) == LARDER_INVALID_ARGUMENT);
+    larder_options_init(&opts);
+    opts.flags = 0x80;
+    CHECK(larder_open(path, &opts, &db) == LARDER_INVALID_ARGUMENT);
+    larder_options_init(&opts);
+    opts.struct_size = 0;
+    CHECK(larder_open(path, &opts, &db) == LARDER_INVALID_ARGUMENT);
+
+    /* A foreign file. */
+    FILE *f = fopen(path, "w");
+    fputs("definitely not a cache file, just some text that is long enough\n", f);
+    fclose(f);
+    CHECK(larder_open(path, NULL, &db) == LARDER_INCOMPATIBLE && db == NULL);
+    unlink(path);
+
+    /* Options are honoured: capacity, page size, mode, compression, default TTL. */
+    larder_options_init(&opts);
+    opts.capacity_bytes = 1u << 20;
+    opts.page_size = 16384;
+    opts.file_mode = 0640;
+    opts.compression = LARDER_COMPRESSION_LZ4;
+    opts.default_ttl_ms = 60000;
+    CHECK(larder_open(path, &opts, &db) == LARDER_OK);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0640);
+    char text[4096];
+    for (size_t i = 0; i < sizeof text; i++) text[i] = "abcabcabd"[i % 9];
+    CHECK(larder_put(db, "text", 4, text, sizeof text, 0) == LARDER_OK);
+    struct larder_stats s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    CHECK(larder_stats(db, &s) == LARDER_OK);
+    CHECK(s.capacity_bytes == 1u << 20 && s.live_bytes == sizeof text && s.stored_bytes < sizeof text / 4);
+    char back[4096];
+    size_t len;
+    CHECK(larder_get(db, "text", 4, back, sizeof back, &len) == LARDER_OK && len == sizeof text && memcmp(back, text, len) == 0);
+    larder_close(db);
+
+    /* Read-only: reads work, writes are refused. */
+    larder_options_init(&opts);
+    opts.flags = LARDER_FLAG_READ_ONLY;
+    CHECK(larder_open(path, &opts, &db) == LARDER_OK);
+    CHECK(larder_contains(db, "text", 4) == LARDER_OK);
+    CHECK(larder_put(db, "x", 1, "y", 1, 0) == LARDER_READ_ONLY);
+    CHECK(larder_clear(db) == LARDER_READ_ONLY);
+    larder_close(db);
+}
+
+static void test_ttl(void) {
+    larder *db = open_fresh("ttl.larder", NULL);
+    CHECK(larder_put(db, "short", 5, "v", 1, 30) == LARDER_OK);
+    CHECK(larder_put(db, "never", 5, "v", 1, LARDER_TTL_NEVER) == LARDER_OK);
+    CHECK(larder_contains(db, "short", 5) == LARDER_OK);
+    struct timespec pause = {0, 60 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    CHECK(larder_contains(db, "short", 5) == LARDER_NOT_FOUND);
+    CHECK(larder_contains(db, "never", 5) == LARDER_OK);
+    larder_close(db);
+}
+
+static void test_too_large_and_full_cache(void) {
+    larder_options opts;
+    larder_options_init(&opts);
+    opts.capacity_bytes = 1u << 20;
+    larder *db = open_fresh("small.larder", &opts);
+    size_t big = 2u << 20;
+    char *value = malloc(big);
+    memset(value, 7, big);
+    CHECK(larder_put(db, "big", 3, value, big, 0) == LARDER_TOO_LARGE);
+    /* A full cache keeps taking values. */
+    for (int i = 0; i < 400; i++) {
+        char key[32];
+        int n = snprintf(key, sizeof key, "blob-%d", i);
+        CHECK(larder_put(db, key, (size_t)n, value, 10000, 0) == LARDER_OK);
+    }
+    struct larder_stats s = {sizeof s, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    CHECK(larder_stats(db, &s) == LARDER_OK && s.evictions > 0 && s.file_bytes <= (1u << 20));
+    CHECK(larder_contains(db, "blob-399", 8) == LARDER_OK);
+    free(value);
+    larder_close(db);
+}
+
+static void test_stats_struct_size(void) {
+    larder *db = open_fresh("stats.larder", NULL);
+    CHECK(larder_put(db, "a", 1, "1", 1, 0) == LARDER_OK);
+    /* An older, shorter struct: only its fields are written. */
+    struct {
+        uint32_t struct_size, reserved;
+        uint64_t entries;
+        uint64_t guard;
+    } old;
+    old.struct_size = 16;
+    old.guard = 0xDEADBEEF;
+    CHECK(larder_stats(db, (struct larder_stats *)(void *)&old) == LARDER_OK);
+    CHECK(old.entries == 1 && old.guard == 0xDEADBEEF);
+    larder_close(db);
+}
+
+struct walk { int count; size_t bytes; };
+
+static int count_entries(void *ctx, const void *key, size_t key_len, size_t value_len) {
+    struct walk *w = ctx;
+    (void)key;
+    (void)key_len;
+    w->count++;
+    w->bytes += value_len;
+    return 0;
+}
+
+static int stop_early(void *ctx, const void *key, size_t key_len, size_t value_len) {
+    (void)key;
+    (void)key_len;
+    (void)value_len;
+    return ++*(int *)ctx == 3 ? 42 : 0;
+}
+
+static larder *walk_db;
+
+static int write_inside(void *ctx, const void *key, size_t key_len, size_t value_len) {
+    (void)key;
+    (void)key_len;
+    (void)value_len;
+    *(int *)ctx = larder_put(walk_db, "x", 1, "y", 1, 0);
+    return 1;
+}
+
+static void test_foreach_clear_sync(void) {
+    larder *db = open_fresh("walk.larder", NULL);
+    for (int i = 0; i < 10; i++) {
+        char key[16];
+        int n = snprintf(key, sizeof key, "k%d", i);
+        CHECK(larder_put(db, key, (size_t)n, "12345", (size_t)(i % 5), 0) == LARDER_OK);
+    }
+    struct walk w = {0, 0};
+    CHECK(larder_foreach(db, count_entries, &w) == LARDER_OK);
+    CHECK(w.count == 10 && w.bytes == 20);
+    int seen = 0;
+    CHECK(larder_foreach(db, stop_early, &seen) == 42 && seen == 3);
+    int inner = 0;
+    walk_db = db;
+    CHECK(larder_foreach(db, write_inside, &inner) == 1 && inner == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_sync(db) == LARDER_OK);
+    CHECK(larder_clear(db) == LARDER_OK);
+    w.count = 0;
+    CHECK(larder_foreach(db, count_entries, &w) == LARDER_OK && w.count == 0);
+    larder_close(db);
+}
+
+static void test_strings(void) {
+    CHECK(strcmp(larder_strerror(LARDER_OK), "ok") == 0);
+    CHECK(strcmp(larder_strerror(LARDER_NOT_FOUND), "not found") == 0);
+    CHECK(strcmp(larder_strerror(LARDER_CORRUPT), "corrupt file") == 0);
+    CHECK(strcmp(larder_strerror(12345), "unknown status") == 0);
+    CHECK(strlen(larder_version()) > 0);
+}
+
+static void test_reopen(void) {
+    char path[512];
+    path_for(path, sizeof path, "reopen.larder");
+    unlink(path);
+    larder *db;
+    CHECK(larder_open(path, NULL, &db) == LARDER_OK);
+    CHECK(larder_put(db, "persist", 7, "yes", 3, 0) == LARDER_OK);
+    larder_close(db);
+    CHECK(larder_open(path, NULL, &db) == LARDER_OK);
+    char buf[8];
+    size_t len;
+    CHECK(larder_get(db, "persist", 7, buf, sizeof buf, &len) == LARDER_OK && len == 3 && memcmp(buf, "yes", 3) == 0);
+    /* A second handle on the same file is refused while this one is open. */
+    larder *second = NULL;
+    CHECK(larder_open(path, NULL, &second) == LARDER_BUSY && second == NULL);
+    larder_close(db);
+}
+
+/* ---- Threads sharing one handle ---- */
+
+#define THREADS 4
+#define STEPS 2000
+
+struct worker { larder *db; int id; int wrong; int errors; };
+
+static void value_for(int key, int version, char *out, size_t *len) {
+    *len = (size_t)snprintf(out, 64, "key=%d version=%d", key, version);
+}
+
+static void *work(void *arg) {
+    struct worker *w = arg;
+    unsigned state = (unsigned)w->id * 2654435761u + 1;
+    for (int step = 0; step < STEPS; step++) {
+        state = state * 1103515245u + 12345u;
+        int key = (int)((state >> 8) % 200);
+        char k[16], v[64], got[64];
+        int klen = snprintf(k, sizeof k, "k%d", key);
+        size_t vlen, glen;
+        if ((state >> 4) % 3 == 0) {
+            value_for(key, w->id * STEPS + step, v, &vlen);
+            if (larder_put(w->db, k, (size_t)klen, v, vlen, 0) != LARDER_OK) w->errors++;
+        } else {
+            int rc = larder_get(w->db, k, (size_t)klen, got, sizeof got - 1, &glen);
+            if (rc == LARDER_OK) {
+                got[glen] = 0;
+                int stored_key = -1, version = -1;
+                if (sscanf(got, "key=%d version=%d", &stored_key, &version) != 2 || stored_key != key) w->wrong++;
+            } else if (rc != LARDER_NOT_FOUND) {
+                w->errors++;
+            }
+        }
+    }
+    return NULL;
+}
+
+static void test_threads(void) {
+    larder *db = open_fresh("threads.larder", NULL);
+    pthread_t threads[THREADS];
+    struct worker workers[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        workers[i] = (struct worker){db, i, 0, 0};
+        CHECK(pthread_create(&threads[i], NULL, work, &workers[i]) == 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(threads[i], NULL);
+        CHECK(workers[i].wrong == 0);
+        CHECK(workers[i].errors == 0);
+    }
+    larder_close(db);
+}
+
+int main(void) {
+    const char *base = getenv("TMPDIR");
+    snprintf(directory, sizeof directory, "%s/larder-c-test-XXXXXX", base ? base : "/tmp");
+    if (!mkdtemp(directory)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    test_put_get_delete();
+    test_invalid_arguments();
+    test_open_errors_and_options();
+    test_ttl();
+    test_too_large_and_full_cache();
+    test_stats_struct_size();
+    test_foreach_clear_sync();
+    test_strings();
+    test_reopen();
+    test_threads();
+
+    char command[600];
+    snprintf(command, sizeof command, "rm -rf '%s'", directory);
+    if (system(command) != 0) fprintf(stderr, "could not remove %s\n", directory);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}

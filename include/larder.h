@@ -1,0 +1,168 @@
+/*
+ * larder.h: the C interface to Larder, a persistent single-file memory-mapped cache.
+ *
+ * Link with the shared library (liblarder.so / liblarder.dylib; in a build tree it is
+ * libLarderC.so). Every function is safe to call from any thread; one handle may be shared by
+ * threads. No function aborts on bad input: a NULL handle, a NULL pointer with a non-zero
+ * length, a NULL out-pointer, an empty or oversized key are LARDER_INVALID_ARGUMENT (or
+ * LARDER_TOO_LARGE). Memory the library allocates for the caller is released with larder_free.
+ *
+ * The Swift API (`import Larder`) and this one use the very same files.
+ */
+#ifndef LARDER_H
+#define LARDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Status codes -------------------------------------------------------------------------- */
+
+#define LARDER_OK 0
+/* The key is not in the cache (or has expired). */
+#define LARDER_NOT_FOUND 1
+/* larder_get: the buffer is smaller than the value; *value_len holds the size needed. */
+#define LARDER_BUFFER_TOO_SMALL 2
+/* A key, value, option or pointer is not acceptable. */
+#define LARDER_INVALID_ARGUMENT (-1)
+/* A key or value is larger than the cache can ever hold. */
+#define LARDER_TOO_LARGE (-2)
+/* The operating system refused a file operation; see larder_last_error_message(). */
+#define LARDER_IO (-3)
+/* The file (or the value asked for) is damaged. */
+#define LARDER_CORRUPT (-4)
+/* Not a Larder file, or one that needs a newer Larder. */
+#define LARDER_INCOMPATIBLE (-5)
+/* A write to a cache opened read-only. */
+#define LARDER_READ_ONLY (-6)
+/* Memory could not be allocated. */
+#define LARDER_NO_MEMORY (-7)
+/* The disk or file system refused more space. */
+#define LARDER_FULL (-8)
+/* The cache was closed. */
+#define LARDER_CLOSED (-9)
+/* Another process or handle has the file open in a way that excludes this open. */
+#define LARDER_BUSY (-10)
+
+/* ---- Opening ------------------------------------------------------------------------------- */
+
+/* An open cache. Opaque; one handle may be shared by threads. */
+typedef struct larder larder;
+
+/* larder_options.flags. (LARDER_READ_ONLY is the status code of a refused write, hence the
+ * FLAG_ in this name.) */
+#define LARDER_FLAG_READ_ONLY 1u
+
+/* larder_options.compression */
+#define LARDER_COMPRESSION_NONE 0u
+#define LARDER_COMPRESSION_LZ4 1u
+
+/* A ttl_ms that means "never expires", overriding a cache's default expiry. */
+#define LARDER_TTL_NEVER UINT64_MAX
+
+typedef struct larder_options {
+    uint32_t struct_size;           /* set by larder_options_init: sizeof(larder_options) */
+    uint32_t flags;                 /* LARDER_FLAG_READ_ONLY */
+    uint64_t capacity_bytes;        /* 0 = the file's own, or 64 MiB when creating */
+    uint32_t page_size;             /* 0 = 4096; a power of two 4096..65536; used only when creating */
+    uint32_t compression;           /* LARDER_COMPRESSION_NONE or LARDER_COMPRESSION_LZ4 */
+    uint64_t default_ttl_ms;        /* 0 = entries do not expire unless a put says so */
+    uint32_t file_mode;             /* permission bits of a new file; 0 = 0600 (owner only) */
+    uint32_t compression_threshold; /* values shorter than this are stored raw; 0 = 128 */
+} larder_options;
+
+/* Fills *opts with the defaults (and struct_size). Always call it before setting fields. */
+void larder_options_init(larder_options *opts);
+
+/* Opens the cache at `path`, creating it unless read-only; opts may be NULL for the defaults.
+ * A file left unclean by a crash is repaired first. On success *out is the handle. */
+int larder_open(const char *path, const larder_options *opts, larder **out);
+
+/* Flushes, marks the file cleanly closed and frees the handle. NULL is a no-op. The handle must
+ * not be used afterwards, nor concurrently with this call. */
+void larder_close(larder *db);
+
+/* ---- Reading and writing ------------------------------------------------------------------- */
+
+/* Stores `value` for `key` (1..4096 bytes), replacing any earlier value. ttl_ms: 0 = the cache's
+ * default, LARDER_TTL_NEVER = never, else milliseconds from now. A full cache evicts the least
+ * recently used entries to make room. */
+int larder_put(larder *db, const void *key, size_t key_len,
+               const void *value, size_t value_len, uint64_t ttl_ms);
+
+/* Copies the value for `key` into buf. *value_len receives the value's length. When buf_len is
+ * too small, nothing is copied and LARDER_BUFFER_TOO_SMALL is returned: pass buf = NULL and
+ * buf_len = 0 to ask for the size. */
+int larder_get(larder *db, const void *key, size_t key_len,
+               void *buf, size_t buf_len, size_t *value_len);
+
+/* Returns the value for `key` in memory from malloc: release it with larder_free. */
+int larder_get_alloc(larder *db, const void *key, size_t key_len, void **value, size_t *value_len);
+
+/* Releases memory returned by larder_get_alloc. NULL is a no-op. */
+void larder_free(void *p);
+
+/* Removes `key`: LARDER_OK, or LARDER_NOT_FOUND when it was not there. */
+int larder_delete(larder *db, const void *key, size_t key_len);
+
+/* LARDER_OK when `key` has a live value, LARDER_NOT_FOUND when not. */
+int larder_contains(larder *db, const void *key, size_t key_len);
+
+/* Removes every entry, in time independent of how many there are. */
+int larder_clear(larder *db);
+
+/* Makes every write so far durable (msync + fsync). */
+int larder_sync(larder *db);
+
+/* ---- Inspection ---------------------------------------------------------------------------- */
+
+/* A struct tag without a typedef: the function larder_stats has the name. */
+struct larder_stats {
+    uint32_t struct_size;    /* set by the caller to sizeof(struct larder_stats) */
+    uint32_t reserved;
+    uint64_t entries;        /* live entries */
+    uint64_t live_bytes;     /* bytes of live values as callers see them (raw) */
+    uint64_t stored_bytes;   /* bytes of live values as stored (after compression) */
+    uint64_t file_bytes;     /* size of the file */
+    uint64_t capacity_bytes; /* the limit the file never exceeds */
+    uint64_t hits;
+    uint64_t misses;
+    uint64_t inserts;        /* puts of keys that were not there */
+    uint64_t evictions;      /* entries dropped to make room */
+    uint64_t expirations;    /* entries dropped because their time was up */
+    uint64_t updates;        /* puts that replaced a value */
+    uint64_t removals;       /* entries removed by larder_delete or larder_clear */
+    uint64_t relocations;    /* entries moved to the head of the ring because they were read */
+    uint64_t recoveries;     /* times the file was rebuilt after an unclean close */
+};
+
+/* Fills the first out->struct_size bytes of *out (set struct_size first):
+ *     struct larder_stats st = { sizeof st };
+ *     larder_stats(db, &st); */
+int larder_stats(larder *db, struct larder_stats *out);
+
+/* Calls fn for every live entry, in no particular order, with its key and value length. fn
+ * returns 0 to go on; any other value stops the walk and is returned. fn must not change the
+ * cache (it would get LARDER_INVALID_ARGUMENT). */
+typedef int (*larder_foreach_fn)(void *ctx, const void *key, size_t key_len, size_t value_len);
+int larder_foreach(larder *db, larder_foreach_fn fn, void *ctx);
+
+/* ---- Errors and version -------------------------------------------------------------------- */
+
+/* A static description of a status code. */
+const char *larder_strerror(int status);
+
+/* The detail of the last error on this thread (path, errno text), or "" when there was none.
+ * Valid until the next call into the library on this thread. */
+const char *larder_last_error_message(void);
+
+/* The library's version, e.g. "0.1.0". */
+const char *larder_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LARDER_H */
