@@ -114,6 +114,51 @@ struct DamagedFileTests {
         }
     }
 
+    @Test func aCreationThatNeverFinishedIsStartedOver() throws {
+        // The file was extended but the meta pages never written: all zeros.
+        let directory = TemporaryDirectory()
+        try Data(count: 64 * 1024).write(to: URL(fileURLWithPath: directory.path()))
+        let cache = try Cache(path: directory.path())
+        try cache.set([1], forKey: "a")
+        try cache.close()
+        #expect(try Cache(path: directory.path()).bytes(forKey: "a") == [1])
+    }
+
+    @Test func aNewestMetaCopyWithBadValuesFallsBackToTheOlderOne() throws {
+        let directory = TemporaryDirectory()
+        try makeCache(directory.path())
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: directory.path())))
+        let sequences = (0..<2).map { copy in
+            Array(bytes[(copy * 4096)..<(copy * 4096 + Meta.encodedSize)]).withUnsafeBytes { try! Meta.decode($0).get().sequence }
+        }
+        let newest = sequences[0] > sequences[1] ? 0 : 1
+        try rewriteMeta(directory.path(), copy: newest) { $0.fileSize = $0.capacity + 4096 }
+        let cache = try Cache(path: directory.path())
+        #expect(try cache.bytes(forKey: "k9").flatMap { VersionedValue.check($0, key: 9) } == 1)
+    }
+
+    @Test func damageWhereTheTailStandsIsRepairedAndWritesGoOn() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        do {
+            // Fill past the capacity so that the tail stands among entries, then close.
+            let cache = try Cache(at: path, capacity: 1 << 20)
+            for key in 0..<400 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+            try cache.close()
+        }
+        // Smash the record at the tail (its offset is in the shared state, at 4096 * 2 + 200).
+        try rewrite(path) { bytes in
+            let tail = bytes[(2 * 4096 + 200)..<(2 * 4096 + 208)].withUnsafeBytes { Int(UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self))) }
+            for index in tail..<(tail + 48) { bytes[index] ^= 0xA5 }
+        }
+        let cache = try Cache(path: path)
+        #expect(!cache.wasRecovered)
+        for key in 400..<800 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+        #expect(cache.stats.recoveries == 1)
+        try expectOnlyValidValues(cache, keys: 800)
+        #expect(try cache.bytes(forKey: "k799").flatMap { VersionedValue.check($0, key: 799) } == 1)
+    }
+
     @Test func bothMetaCopiesDamagedIsAnError() throws {
         let directory = TemporaryDirectory()
         try makeCache(directory.path())

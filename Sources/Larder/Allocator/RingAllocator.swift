@@ -61,10 +61,17 @@ extension CacheStore {
         return max(longest, capacity - position)
     }
 
-    /// Free bytes between head and tail in ring order, not counting index segments (counted as
-    /// if all were in the gap, which can only understate it).
+    /// Free bytes between head and tail in ring order, not counting the index segments that
+    /// sit in that stretch.
     var gapBytes: Int {
-        (ringEnd - ringStart) - state.spanBytes - islands.reduce(0) { $0 + ($1.end - $1.start) }
+        let head = state.head, tail = state.tail
+        let empty = state.spanBytes == 0
+        let parked = islands.reduce(0) { total, island in
+            let inGap = empty || (tail > head ? island.start >= head && island.start < tail
+                                              : island.start >= head || island.start < tail)
+            return inGap ? total + (island.end - island.start) : total
+        }
+        return (ringEnd - ringStart) - state.spanBytes - parked
     }
 
     /// Makes `size` bytes at the head free, starting at a multiple of `alignment`, and returns
@@ -162,6 +169,8 @@ extension CacheStore {
         let target = min(capacity, FileLayout.alignUp(max(needed, ringEnd + step), pageSize))
         try file.grow(to: target)
         meta.fileSize = target
-        try writeMeta()
+        // During recovery, before the index is placed, the meta page is not yet valid; recovery's
+        // own final write records the size.
+        if meta.activeIndex.exists { try writeMeta() }
     }
 }

@@ -42,6 +42,8 @@ final class CacheStore {
     let localCounters: UnsafeMutablePointer<UInt64>
     /// Whether the last open found the file unclean and rebuilt it.
     private(set) var recoveredOnOpen = false
+    /// Set while `rebuild()` runs, so that damage it cannot repair is an error, not a loop.
+    var isRebuilding = false
 
     var path: String { file.path }
     var capacity: Int { meta.capacity }
@@ -96,13 +98,15 @@ final class CacheStore {
                 throw LarderError(.busy, "the cache is open elsewhere (another process, or another handle in this one); sharing one file is not supported yet")
             }
             let store: CacheStore
-            if try descriptor.size() == 0 {
+            let copies: MetaCopies = try descriptor.size() == 0 ? .unformatted : try readMetaCopies(descriptor)
+            switch copies {
+            case .unformatted:
                 guard !configuration.readOnly else {
                     throw LarderError(.invalidArgument, "no cache file here (the file is empty)")
                 }
                 store = try create(descriptor, configuration: configuration, owner: &owner)
-            } else {
-                store = try openExisting(descriptor, configuration: configuration, owner: &owner)
+            case .valid(let metas):
+                store = try openExisting(descriptor, meta: chooseMeta(metas), configuration: configuration, owner: &owner)
             }
             try descriptor.lock(byte: LockByte.transition, .unlock, wait: false)
             return store
@@ -128,6 +132,8 @@ final class CacheStore {
         let file = try MappedFile(descriptor, readOnly: false, mappedLength: capacity)
         owner = file
         try file.grow(to: initialSize)
+        // A leftover of an earlier, unfinished creation may be longer; the ring ends here.
+        file.adoptSize(initialSize)
         let store = CacheStore(file: file, meta: meta, readOnly: false)
         store.state.format()
         IndexSegment.format(in: file, at: dataStart, slotCount: HashTable.minimumSlotCount, byteCount: segmentBytes,
@@ -146,15 +152,9 @@ final class CacheStore {
         return store
     }
 
-    private static func openExisting(_ descriptor: FileDescriptor, configuration: Configuration,
+    private static func openExisting(_ descriptor: FileDescriptor, meta: Meta, configuration: Configuration,
                                      owner: inout MappedFile?) throws(LarderError) -> CacheStore {
-        var meta = try readMeta(descriptor)
-        if meta.readVersion > FileLayout.formatVersion {
-            throw LarderError(.incompatible, "the file needs Larder format \(meta.readVersion) or newer; this build reads format \(FileLayout.formatVersion)")
-        }
-        if let reason = meta.validationFailure() {
-            throw LarderError(.corrupt, "meta page: \(reason)")
-        }
+        var meta = meta
         // A newer writer may have added things this code would not maintain: look, don't touch.
         let readOnly = configuration.readOnly || meta.writeVersion > FileLayout.formatVersion
         var metaChanged = false
@@ -188,40 +188,65 @@ final class CacheStore {
         if truncated {
             try file.grow(to: store.meta.fileSize)
         }
+        // Durably unclean before the first change: a crash from here on, even inside recovery,
+        // is noticed by the next open.
+        try store.markInUse()
         if !usable {
             try store.rebuild()
             store.recoveredOnOpen = true
         } else if metaChanged {
             try store.writeMeta()
         }
-        try store.markInUse()
         return store
     }
 
-    /// Reads both meta copies and returns the newest valid one.
-    private static func readMeta(_ descriptor: FileDescriptor) throws(LarderError) -> Meta {
+    /// What the two meta copies of a file say.
+    private enum MetaCopies {
+        /// Both copies are all zeros: a creation that never finished (the file was extended,
+        /// then the process died before the meta pages were written).
+        case unformatted
+        /// The copies whose magic and checksum hold, newest first.
+        case valid([Meta])
+    }
+
+    /// Reads both meta copies.
+    private static func readMetaCopies(_ descriptor: FileDescriptor) throws(LarderError) -> MetaCopies {
         let first = try descriptor.read(count: Meta.encodedSize, at: 0)
         var candidates: [Result<Meta, Meta.Rejection>] = [first.withUnsafeBytes { Meta.decode($0) }]
+        var allZero = first.allSatisfy { $0 == 0 }
         // The second copy sits one page in; without a valid first copy, try every page size.
         let pageSizes: [Int]
         if case .success(let meta) = candidates[0], FileLayout.isValidPageSize(meta.pageSize) {
             pageSizes = [meta.pageSize]
         } else {
-            pageSizes = Array(sequence(first: FileLayout.minimumPageSize, next: { $0 * 2 < FileLayout.maximumPageSize * 2 ? $0 * 2 : nil }))
+            pageSizes = Array(sequence(first: FileLayout.minimumPageSize) { $0 < FileLayout.maximumPageSize ? $0 * 2 : nil })
         }
         for size in pageSizes {
             let bytes = try descriptor.read(count: Meta.encodedSize, at: size)
+            allZero = allZero && bytes.allSatisfy { $0 == 0 }
             let decoded = bytes.withUnsafeBytes { Meta.decode($0) }
             if case .success(let meta) = decoded, meta.pageSize != size { continue }
             candidates.append(decoded)
         }
-        let valid = candidates.compactMap { try? $0.get() }
-        if let best = valid.max(by: { $0.sequence < $1.sequence }) { return best }
+        let valid = candidates.compactMap { try? $0.get() }.sorted { $0.sequence > $1.sequence }
+        if !valid.isEmpty { return .valid(valid) }
+        if allZero { return .unformatted }
         let damaged = candidates.contains { if case .failure(.damaged) = $0 { return true } else { return false } }
         if damaged {
             throw LarderError(.corrupt, "both meta pages are damaged")
         }
         throw LarderError(.incompatible, "not a Larder cache file")
+    }
+
+    /// The newest meta copy this code can use. An older copy stands in when the newest one's
+    /// values fail validation (a write that went wrong can leave that).
+    private static func chooseMeta(_ copies: [Meta]) throws(LarderError) -> Meta {
+        let readable = copies.filter { $0.readVersion <= FileLayout.formatVersion }
+        guard let newest = readable.first else {
+            throw LarderError(.incompatible, "the file needs Larder format \(copies[0].readVersion) or newer; this build reads format \(FileLayout.formatVersion)")
+        }
+        if let usable = readable.first(where: { $0.validationFailure() == nil }) { return usable }
+        throw LarderError(.corrupt, "meta page: \(newest.validationFailure() ?? "invalid")")
     }
 
     /// Finds the index tables the meta page names, checking their segment headers.
@@ -251,6 +276,7 @@ final class CacheStore {
 
     /// Clears the clean flag durably before any change, so that a crash from here on is noticed.
     private func markInUse() throws(LarderError) {
+        if !state.isFormatted { state.format() }
         state.isClean = false
         try file.flush(state.base, pageSize)
     }

@@ -25,7 +25,10 @@ extension CacheStore {
             return
         }
         guard let header = RecordHeader.read(from: file, at: tail, limit: ringEnd, seed: seed) else {
-            throw LarderError(.corrupt, "unreadable record at offset \(tail) in the ring", path: path)
+            // Damage where the tail stands: rebuild everything from the records that check out.
+            // The caller's loop looks at the new state afterwards.
+            try rebuild()
+            return
         }
         let size = header.totalSize
         if header.kind == .entry && header.isLive && header.sequence >= meta.firstValidSequence {
@@ -33,7 +36,7 @@ extension CacheStore {
             if header.isExpired(now: now) {
                 removeEntry(at: tail, header: header, counter: .expirations)
             } else if relocationBudget >= size,
-                      RecordHeader.wasVisited(in: file, at: tail) || state.liveRecordBytes + size <= compactionThreshold,
+                      RecordHeader.wasVisited(in: file, at: tail) || state.liveRecordBytes <= compactionThreshold,
                       makeRunAtHead(of: size) {
                 relocationBudget -= size
                 relocate(from: tail, header: header)

@@ -133,9 +133,23 @@ struct RecordHeader: Equatable {
 
     // MARK: - Padding
 
+    /// The longest single padding record; longer stretches get several.
+    static let maximumPaddingLength = 1 << 30
+
     /// Marks `[offset, offset + length)` as skipped space. `length` is a positive multiple of 16.
     static func writePadding(to file: MappedFile, at offset: Int, length: Int) {
         precondition(length >= paddingSize && length % FileLayout.recordAlignment == 0)
+        var start = offset
+        var remaining = length
+        while remaining > maximumPaddingLength {
+            writePaddingRecord(to: file, at: start, length: maximumPaddingLength)
+            start += maximumPaddingLength
+            remaining -= maximumPaddingLength
+        }
+        writePaddingRecord(to: file, at: start, length: remaining)
+    }
+
+    private static func writePaddingRecord(to file: MappedFile, at offset: Int, length: Int) {
         file.store(magic, at: offset + Field.magic)
         file.store(RecordKind.padding.rawValue, at: offset + Field.kind)
         file.store(UInt8(0), at: offset + Field.flags)

@@ -8,6 +8,11 @@
 /// sequential read of the file plus one checksum pass over its records.
 extension CacheStore {
     func rebuild() throws(LarderError) {
+        guard !isRebuilding else {
+            throw LarderError(.corrupt, "the ring is still inconsistent after recovery", path: path)
+        }
+        isRebuilding = true
+        defer { isRebuilding = false }
         let counters = state.isFormatted ? SharedState.Counter.allCases.map { state.counter($0) } : nil
         state.format()
         if let counters {

@@ -30,7 +30,8 @@ final class MappedFile {
         self.descriptor = descriptor
         self.isReadOnly = readOnly
         do throws(LarderError) {
-            size = try descriptor.size()
+            // Never believe in more file than is mapped: bytes past the mapping are not ours.
+            size = min(try descriptor.size(), mappedLength)
             guard mappedLength > 0 else { throw LarderError(.invalidArgument, "empty mapping") }
             let protection = readOnly ? PROT_READ : (PROT_READ | PROT_WRITE)
             guard let address = mmap(nil, mappedLength, protection, MAP_SHARED, descriptor.rawValue, 0),
