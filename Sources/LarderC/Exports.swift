@@ -12,6 +12,18 @@ import Larder
 // converts the outcome to a status code; no logic lives here, and no Swift error or trap crosses
 // into C.
 
+/// Runs `body` with the cache behind `db`: a NULL handle, and any error `body` throws, become a
+/// status code (with the thread's last error message set).
+private func withCache(_ db: UnsafeMutablePointer<larder>?, _ body: (Cache) throws -> Int32) -> Int32 {
+    LastError.clear()
+    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
+    do {
+        return try body(cache)
+    } catch {
+        return Status.of(error)
+    }
+}
+
 @c(larder_options_init)
 public func larderOptionsInit(_ opts: UnsafeMutablePointer<larder_options>?) {
     opts?.pointee = larder_options(
@@ -50,15 +62,11 @@ public func larderClose(_ db: UnsafeMutablePointer<larder>?) {
 @c(larder_put)
 public func larderPut(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t,
                       _ value: UnsafeRawPointer?, _ valueLength: size_t, _ ttl: UInt64) -> Int32 {
-    LastError.clear()
-    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
-    do {
+    withCache(db) { cache in
         let keyBytes = try Arguments.key(key, keyLength).get()
         let valueBytes = try Arguments.bytes(value, valueLength, "value").get()
         try cache.set(valueBytes, forKey: keyBytes, expiry: Arguments.expiry(ttlMilliseconds: ttl))
         return Status.ok
-    } catch {
-        return Status.of(error)
     }
 }
 
@@ -66,11 +74,9 @@ public func larderPut(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPoint
 public func larderGet(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t,
                       _ buffer: UnsafeMutableRawPointer?, _ bufferLength: size_t,
                       _ valueLength: UnsafeMutablePointer<size_t>?) -> Int32 {
-    LastError.clear()
-    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
-    guard let valueLength else { return Status.invalid("value_len is NULL") }
-    guard buffer != nil || bufferLength == 0 else { return Status.invalid("buf is NULL with a length of \(bufferLength)") }
-    do {
+    withCache(db) { cache in
+        guard let valueLength else { throw StatusError.invalid("value_len is NULL") }
+        guard buffer != nil || bufferLength == 0 else { throw StatusError.invalid("buf is NULL with a length of \(bufferLength)") }
         let keyBytes = try Arguments.key(key, keyLength).get()
         let length = try cache.withValue(forKey: keyBytes) { bytes -> Int in
             if bytes.count <= bufferLength, bytes.count > 0 {
@@ -81,8 +87,6 @@ public func larderGet(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPoint
         guard let length else { return Status.notFound }
         valueLength.pointee = length
         return length <= bufferLength ? Status.ok : Status.bufferTooSmall
-    } catch {
-        return Status.of(error)
     }
 }
 
@@ -90,11 +94,9 @@ public func larderGet(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPoint
 public func larderGetAlloc(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t,
                            _ value: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
                            _ valueLength: UnsafeMutablePointer<size_t>?) -> Int32 {
-    LastError.clear()
-    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
-    guard let value, let valueLength else { return Status.invalid("value or value_len is NULL") }
-    value.pointee = nil
-    do {
+    withCache(db) { cache in
+        guard let value, let valueLength else { throw StatusError.invalid("value or value_len is NULL") }
+        value.pointee = nil
         let keyBytes = try Arguments.key(key, keyLength).get()
         let copy = try cache.withValue(forKey: keyBytes) { bytes -> (UnsafeMutableRawPointer?, Int) in
             guard let memory = malloc(max(bytes.count, 1)) else { return (nil, bytes.count) }
@@ -109,8 +111,6 @@ public func larderGetAlloc(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRaw
         value.pointee = memory
         valueLength.pointee = copy.1
         return Status.ok
-    } catch {
-        return Status.of(error)
     }
 }
 
@@ -121,85 +121,68 @@ public func larderFree(_ pointer: UnsafeMutableRawPointer?) {
 
 @c(larder_delete)
 public func larderDelete(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t) -> Int32 {
-    LastError.clear()
-    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
-    do {
-        return try cache.removeValue(forKey: try Arguments.key(key, keyLength).get()) ? Status.ok : Status.notFound
-    } catch {
-        return Status.of(error)
+    withCache(db) { cache in
+        try cache.removeValue(forKey: try Arguments.key(key, keyLength).get()) ? Status.ok : Status.notFound
     }
 }
 
 @c(larder_contains)
 public func larderContains(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t) -> Int32 {
-    LastError.clear()
-    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
-    do {
-        return try cache.containsValue(forKey: try Arguments.key(key, keyLength).get()) ? Status.ok : Status.notFound
-    } catch {
-        return Status.of(error)
+    withCache(db) { cache in
+        try cache.containsValue(forKey: try Arguments.key(key, keyLength).get()) ? Status.ok : Status.notFound
     }
 }
 
 @c(larder_clear)
 public func larderClear(_ db: UnsafeMutablePointer<larder>?) -> Int32 {
-    LastError.clear()
-    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
-    do {
+    withCache(db) { cache in
         try cache.removeAll()
         return Status.ok
-    } catch {
-        return Status.of(error)
     }
 }
 
 @c(larder_sync)
 public func larderSync(_ db: UnsafeMutablePointer<larder>?) -> Int32 {
-    LastError.clear()
-    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
-    do {
+    withCache(db) { cache in
         try cache.sync()
         return Status.ok
-    } catch {
-        return Status.of(error)
     }
 }
 
 @c(larder_stats)
 public func larderStats(_ db: UnsafeMutablePointer<larder>?, _ out: UnsafeMutablePointer<larder_stats>?) -> Int32 {
-    LastError.clear()
-    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
-    guard let out else { return Status.invalid("out is NULL") }
-    let size = Int(UnsafeRawPointer(out).loadUnaligned(as: UInt32.self))
-    guard size >= 8 else { return Status.invalid("larder_stats.struct_size is \(size)") }
-    let stats = cache.stats
-    var filled = larder_stats(
-        struct_size: UInt32(min(size, MemoryLayout<larder_stats>.size)), reserved: 0,
-        entries: UInt64(stats.entryCount), live_bytes: UInt64(stats.liveBytes), stored_bytes: UInt64(stats.storedBytes),
-        file_bytes: UInt64(stats.fileBytes), capacity_bytes: UInt64(stats.capacity), hits: stats.hits,
-        misses: stats.misses, inserts: stats.inserts, evictions: stats.evictions, expirations: stats.expirations,
-        updates: stats.updates, removals: stats.removals, relocations: stats.relocations, recoveries: stats.recoveries)
-    withUnsafeBytes(of: &filled) { bytes in
-        UnsafeMutableRawPointer(out).copyMemory(from: bytes.baseAddress!, byteCount: min(size, bytes.count))
+    withCache(db) { cache in
+        guard let out else { throw StatusError.invalid("out is NULL") }
+        let size = Int(UnsafeRawPointer(out).loadUnaligned(as: UInt32.self))
+        guard size >= 8 else { throw StatusError.invalid("larder_stats.struct_size is \(size)") }
+        let stats = cache.stats
+        var filled = larder_stats(
+            struct_size: UInt32(min(size, MemoryLayout<larder_stats>.size)), reserved: 0,
+            entries: UInt64(stats.entryCount), live_bytes: UInt64(stats.liveBytes),
+            stored_bytes: UInt64(stats.storedBytes), file_bytes: UInt64(stats.fileBytes),
+            capacity_bytes: UInt64(stats.capacity), hits: stats.hits, misses: stats.misses,
+            inserts: stats.inserts, evictions: stats.evictions, expirations: stats.expirations,
+            updates: stats.updates, removals: stats.removals, relocations: stats.relocations,
+            recoveries: stats.recoveries)
+        // Only the fields the caller's version of the struct has.
+        withUnsafeBytes(of: &filled) { bytes in
+            UnsafeMutableRawPointer(out).copyMemory(from: bytes.baseAddress!, byteCount: min(size, bytes.count))
+        }
+        return Status.ok
     }
-    return Status.ok
 }
 
 @c(larder_foreach)
 public func larderForEach(_ db: UnsafeMutablePointer<larder>?, _ fn: larder_foreach_fn?,
                           _ context: UnsafeMutableRawPointer?) -> Int32 {
-    LastError.clear()
-    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
-    guard let fn else { return Status.invalid("fn is NULL") }
-    var result = Status.ok
-    do {
+    withCache(db) { cache in
+        guard let fn else { throw StatusError.invalid("fn is NULL") }
+        var result = Status.ok
         try cache.forEachEntry { key, valueLength in
             result = fn(context, key.baseAddress, key.count, valueLength)
             return result == 0
         }
         return result
-    } catch {
-        return Status.of(error)
     }
 }
 
