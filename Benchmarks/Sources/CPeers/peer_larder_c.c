@@ -1,0 +1,51 @@
+/* Larder through its C ABI (include/larder.h, libLarderC), one handle shared by threads. */
+#include "CPeers.h"
+#include "peer_util.h"
+#include "../../../include/larder.h"
+
+#include <limits.h>
+
+static void *lc_open(const bench_config *config) {
+    char path[PATH_MAX];
+    bench_path(path, sizeof path, config->dir, "cache.larder");
+    larder_options opts;
+    larder_options_init(&opts);
+    opts.capacity_bytes = config->capacity_bytes;
+    if (config->read_only) opts.flags |= LARDER_FLAG_READ_ONLY;
+    larder *db = NULL;
+    int rc = larder_open(path, &opts, &db);
+    if (rc != LARDER_OK) {
+        bench_set_error("larder_open: %s (%s)", larder_strerror(rc), larder_last_error_message());
+        return NULL;
+    }
+    return db;
+}
+
+static int lc_put(void *handle, const void *key, size_t key_len, const void *value, size_t value_len) {
+    int rc = larder_put(handle, key, key_len, value, value_len, 0);
+    if (rc != LARDER_OK) bench_set_error("larder_put: %s (%s)", larder_strerror(rc), larder_last_error_message());
+    return rc == LARDER_OK ? 0 : -1;
+}
+
+static int lc_get(void *handle, const void *key, size_t key_len, void *buf, size_t buf_len, size_t *value_len) {
+    int rc = larder_get(handle, key, key_len, buf, buf_len, value_len);
+    if (rc == LARDER_OK) return BENCH_FOUND;
+    if (rc == LARDER_NOT_FOUND) return BENCH_NOT_FOUND;
+    bench_set_error("larder_get: %s (%s)", larder_strerror(rc), larder_last_error_message());
+    return BENCH_ERROR;
+}
+
+static int lc_del(void *handle, const void *key, size_t key_len) {
+    int rc = larder_delete(handle, key, key_len);
+    if (rc == LARDER_OK) return BENCH_FOUND;
+    if (rc == LARDER_NOT_FOUND) return BENCH_NOT_FOUND;
+    bench_set_error("larder_delete: %s (%s)", larder_strerror(rc), larder_last_error_message());
+    return BENCH_ERROR;
+}
+
+static void lc_close(void *handle) { larder_close(handle); }
+
+const bench_peer bench_peer_larder_c = {
+    .name = "larder-c", .shared_handle = 1, .multi_process = 1,
+    .open = lc_open, .put = lc_put, .get = lc_get, .del = lc_del, .close = lc_close,
+};

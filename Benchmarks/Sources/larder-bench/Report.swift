@@ -1,0 +1,360 @@
+import Foundation
+
+/// BENCHMARKS.md and the chart, from one run's results.
+struct Report {
+    let results: RunResults
+    let plan: Plan
+    let analysisPath: String?
+
+    init(_ results: RunResults, plan: Plan, analysisPath: String?) {
+        self.results = results
+        self.plan = plan
+        self.analysisPath = analysisPath
+    }
+
+    // MARK: - Formatting
+
+    static func rate(_ opsPerSecond: Double) -> String {
+        switch opsPerSecond {
+        case 0: "–"
+        case 1e6...: String(format: "%.2f M", opsPerSecond / 1e6)
+        case 1e4...: String(format: "%.0f K", opsPerSecond / 1e3)
+        case 1e3...: String(format: "%.1f K", opsPerSecond / 1e3)
+        default: String(format: "%.0f", opsPerSecond)
+        }
+    }
+
+    static func micros(_ ns: Double) -> String {
+        ns >= 100_000 ? String(format: "%.0f", ns / 1000) : ns >= 10_000 ? String(format: "%.1f", ns / 1000) : String(format: "%.2f", ns / 1000)
+    }
+
+    static func bytes(_ n: Int) -> String {
+        let d = Double(n), kib = 1024.0, mib = kib * 1024, gib = mib * 1024
+        return d >= gib ? String(format: "%.2f GiB", d / gib) : d >= mib ? String(format: "%.1f MiB", d / mib)
+            : d >= kib ? String(format: "%.0f KiB", d / kib) : "\(n) B"
+    }
+
+    static func size(_ n: Int) -> String { n >= 1 << 20 ? "\(n >> 20) MiB" : n >= 1024 ? "\(n >> 10) KiB" : "\(n) B" }
+
+    static func ratio(_ x: Double) -> String { String(format: "%.2fx", x) }
+
+    static func table(_ header: [String], _ rows: [[String]]) -> String {
+        var lines = ["| " + header.joined(separator: " | ") + " |",
+                     "|" + header.enumerated().map { i, _ in i == 0 ? "---" : "---:" }.joined(separator: "|") + "|"]
+        lines += rows.map { "| " + $0.joined(separator: " | ") + " |" }
+        return lines.joined(separator: "\n")
+    }
+
+    // MARK: - Lookups
+
+    func suite(_ peer: PeerKind, _ valueSize: Int) -> SuiteResult? {
+        results.suites.first { $0.peer == peer && $0.valueSize == valueSize }
+    }
+
+    func opsPerSecond(_ peer: PeerKind, _ valueSize: Int, _ w: Workload) -> Double? {
+        suite(peer, valueSize)?.workloads[w]?.opsPerSecond
+    }
+
+    var valueSizes: [Int] { Array(Set(results.suites.map(\.valueSize))).sorted() }
+
+    // MARK: - Targets
+
+    struct Target {
+        var name: String
+        var measured: String
+        var met: Bool?
+    }
+
+    /// The worst ratio of Larder (both APIs) to the C hash table over these workloads.
+    func worstVersusCeiling(_ workloads: [Workload]) -> (Double, String)? {
+        var worst: (Double, String)?
+        for size in valueSizes {
+            for w in workloads {
+                guard let ceiling = opsPerSecond(.memhash, size, w), ceiling > 0 else { continue }
+                for peer in [PeerKind.larderC, .larderSwift] {
+                    guard let ops = opsPerSecond(peer, size, w) else { continue }
+                    let r = ops / ceiling
+                    if worst == nil || r < worst!.0 { worst = (r, "\(peer.rawValue), \(w.title), \(Self.size(size))") }
+                }
+            }
+        }
+        return worst
+    }
+
+    func targets() -> [Target] {
+        var t: [Target] = []
+        if let (r, where_) = worstVersusCeiling([.read, .zipf, .miss]) {
+            t.append(Target(name: "reads ≥ 0.9x the in-memory C hash table (random, Zipf, miss)",
+                            measured: "worst \(Self.ratio(r)) (\(where_))", met: r >= 0.9))
+        }
+        if let (r, where_) = worstVersusCeiling([.fill, .delete]) {
+            t.append(Target(name: "writes ≥ 0.75x the in-memory C hash table (fill, delete)",
+                            measured: "worst \(Self.ratio(r)) (\(where_))", met: r >= 0.75))
+        }
+        var worstSwift: (Double, String)?
+        for size in valueSizes {
+            for w in Workload.allCases {
+                guard let c = opsPerSecond(.larderC, size, w), let s = opsPerSecond(.larderSwift, size, w), s > 0 else { continue }
+                let slower = c / s
+                if worstSwift == nil || slower > worstSwift!.0 { worstSwift = (slower, "\(w.title), \(Self.size(size))") }
+            }
+        }
+        if let (r, where_) = worstSwift {
+            t.append(Target(name: "Swift API within 1.3x of the C ABI", measured: "worst: C ABI \(Self.ratio(r)) the Swift API (\(where_))",
+                            met: r <= 1.3))
+        }
+        for peer in [PeerKind.larderC, .larderSwift] {
+            if let c = results.concurrency.first(where: { $0.peer == peer }), let one = c.oneProcess, let two = c.twoProcesses, one > 0 {
+                t.append(Target(name: "2 reader processes ≥ 1.8x one (\(peer.title))", measured: Self.ratio(two / one), met: two / one >= 1.8))
+            }
+        }
+        if !results.eviction.isEmpty {
+            let worst = results.eviction.max { $0.larderMissRatio - $0.lruMissRatio < $1.larderMissRatio - $1.lruMissRatio }!
+            t.append(Target(name: "miss ratio no worse than exact LRU",
+                            measured: String(format: "worst: %.4f vs LRU %.4f (Zipf %.2f, %g%%)", worst.larderMissRatio, worst.lruMissRatio, worst.theta, worst.cachePercent),
+                            met: results.eviction.allSatisfy { $0.larderMissRatio <= $0.lruMissRatio }))
+        }
+        if let s = results.scale {
+            let tenMillion = s.entries >= 10_000_000
+            t.append(Target(name: "clean open of 10M entries < 10 ms",
+                            measured: String(format: "%.2f ms (%@ entries%@)", s.cleanOpenMilliseconds, "\(s.entries)", tenMillion ? "" : "; run --full for 10M"),
+                            met: tenMillion ? s.cleanOpenMilliseconds < 10 : nil))
+            t.append(Target(name: "index overhead ≤ 32 B/entry", measured: String(format: "%.1f B/entry", s.indexBytesPerEntry),
+                            met: s.indexBytesPerEntry <= 32))
+        }
+        return t
+    }
+
+    // MARK: - Markdown
+
+    func markdown() -> String {
+        var out: [String] = []
+        out.append("# Larder benchmarks")
+        out.append("")
+        if let label = results.label { out.append("> **\(label).**\n") }
+        out.append("""
+            Larder against what a Swift or C program would use instead, in one run on one machine: \
+            SQLite, LMDB, tkrzw's HashDBM, one file per key, and an in-memory C hash table as the ceiling. \
+            Every store is called one operation at a time, as a cache calls it, with no fsync. Made by \
+            `\(results.command)` (\(plan.full ? "full" : "quick") mode) in \(String(format: "%.0f", results.seconds)) s; \
+            medians of \(plan.reps) repetitions.
+            """)
+        out.append("")
+        out.append("## Machine")
+        out.append("")
+        let m = results.machine
+        out.append("""
+            - CPU: \(m["cpu"] ?? "?"), \(m["cores"] ?? "?") cores; memory \(m["memory"] ?? "?"); \(m["kernel"] ?? "?"); files on \(m["filesystem"] ?? "?")
+            - \(m["swift"] ?? "?"); \(m["libraries"] ?? "?") (Debian packages)
+            - Load average before / after: \(results.loadBefore) / \(results.loadAfter)
+            - Started \(ISO8601DateFormatter().string(from: results.started))
+            """)
+        out.append("")
+        let targets = targets()
+        if !targets.isEmpty {
+            out.append("## Targets")
+            out.append("")
+            out.append(Self.table(["target", "measured", ""], targets.map {
+                [$0.name, $0.measured, $0.met.map { $0 ? "met" : "**missed**" } ?? "not measured"]
+            }))
+            out.append("")
+        }
+        if let analysisPath, let analysis = try? String(contentsOfFile: analysisPath, encoding: .utf8) {
+            out.append(analysis.trimmingCharacters(in: .whitespacesAndNewlines))
+            out.append("")
+        }
+        if !results.suites.isEmpty { out.append(mainSection()) }
+        if !results.concurrency.isEmpty { out.append(concurrencySection()) }
+        if !results.eviction.isEmpty { out.append(evictionSection()) }
+        if let s = results.scale { out.append(scaleSection(s)) }
+        if !results.compression.isEmpty { out.append(compressionSection()) }
+        out.append(methodSection())
+        return out.joined(separator: "\n")
+    }
+
+    func mainSection() -> String {
+        var out = ["## Throughput and latency", ""]
+        out.append("""
+            Operations per second (higher is better). Keys are 16 to 24 bytes; *fill* stores every key once \
+            into an empty store, *random read* gets uniformly chosen keys, *Zipf read* follows YCSB-C's \
+            scrambled Zipf 0.99, *miss* gets keys never stored, *YCSB-A* and *YCSB-B* are 50% and 5% updates \
+            under the same Zipf, *delete* removes every key. A get copies the value into the caller's buffer. \
+            *disk* is the space the store's files take after YCSB-B; *RSS* is the peak resident memory the \
+            store added to its process (memory-mapped file pages count).
+            """)
+        out.append("")
+        for size in valueSizes {
+            guard let keys = results.suites.first(where: { $0.valueSize == size })?.keys else { continue }
+            out.append("### \(Self.size(size)) values, \(keys) keys")
+            out.append("")
+            let rows = plan.peers.compactMap { peer -> [String]? in
+                guard let s = suite(peer, size) else { return nil }
+                return [peer.title] + Workload.allCases.map { Self.rate(s.workloads[$0]?.opsPerSecond ?? 0) }
+                    + [Self.bytes(s.fileBytes), Self.bytes(s.rssBytes)]
+            }
+            out.append(Self.table(["ops/s"] + Workload.allCases.map(\.title) + ["disk", "RSS"], rows))
+            out.append("")
+            let latency = plan.peers.compactMap { peer -> [String]? in
+                guard let s = suite(peer, size) else { return nil }
+                return [peer.title] + Workload.allCases.map { w in
+                    s.workloads[w].map { "\(Self.micros($0.p50Nanoseconds)) / \(Self.micros($0.p99Nanoseconds))" } ?? "–"
+                }
+            }
+            out.append(Self.table(["p50 / p99 µs"] + Workload.allCases.map(\.title), latency))
+            out.append("")
+            let problems = plan.peers.compactMap { suite($0, size) }.flatMap { s in s.problems.map { "\(s.peer.title): \($0)" } }
+            if !problems.isEmpty { out.append("Problems: " + problems.joined(separator: "; ") + "\n") }
+        }
+        return out.joined(separator: "\n")
+    }
+
+    func concurrencySection() -> String {
+        var out = ["## Concurrency", ""]
+        out.append("""
+            Random reads of 100-byte values (\(plan.concurrencyKeys) keys), summed over the readers, for \
+            \(String(format: "%g", plan.concurrencySeconds)) s. Threads share one handle where the store allows it \
+            (SQLite: a connection each). Processes open the store read-only. *With a writer*: one reader \
+            thread while another thread updates random keys.
+            """)
+        out.append("")
+        let rows = results.concurrency.map { c in
+            [c.peer.title, Self.rate(c.oneThread), Self.rate(c.twoThreads), Self.ratio(c.twoThreads / max(c.oneThread, 1)),
+             c.oneProcess.map(Self.rate) ?? "–", c.twoProcesses.map(Self.rate) ?? "–",
+             c.oneProcess.flatMap { one in c.twoProcesses.map { Self.ratio($0 / max(one, 1)) } } ?? "–",
+             Self.rate(c.readerWithWriter), Self.ratio(c.readerWithWriter / max(c.oneThread, 1)), Self.rate(c.writerWithReader)]
+        }
+        out.append(Self.table(["reads/s", "1 thread", "2 threads", "2/1", "1 process", "2 processes", "2/1",
+                               "reader with a writer", "vs alone", "writer's puts/s"], rows))
+        out.append("")
+        let problems = results.concurrency.flatMap { c in c.problems.map { "\(c.peer.title): \($0)" } }
+        if !problems.isEmpty { out.append("Problems: " + problems.joined(separator: "; ") + "\n") }
+        if results.concurrency.contains(where: { $0.peer == .larderC || $0.peer == .larderSwift }) {
+            out.append("Larder cannot yet have a writer and readers in different processes (issue #5), so its reads with a writer are threads of one process.\n")
+        }
+        return out.joined(separator: "\n")
+    }
+
+    func evictionSection() -> String {
+        var out = ["## Eviction quality", ""]
+        let e = results.eviction[0]
+        out.append("""
+            A Zipf trace over \(e.objects) keys of \(Self.size(e.valueSize)) values (get; on a miss, put), \
+            \(e.objects * 2) requests of warm-up then \(e.requests) measured, replayed through Larder's Swift API \
+            at a capacity of 1% and 10% of the data, and through an exact LRU whose byte budget is Larder's live \
+            value bytes at the end of the warm-up.
+            """)
+        out.append("")
+        let rows = results.eviction.map { e in
+            [String(format: "%.2f", e.theta), String(format: "%g%%", e.cachePercent), Self.bytes(e.capacity), Self.bytes(e.liveBytes),
+             String(format: "%.1f%%", 100 * Double(e.liveBytes) / Double(e.capacity)),
+             String(format: "%.4f", e.larderMissRatio), String(format: "%.4f", e.lruMissRatio),
+             e.larderMissRatio <= e.lruMissRatio ? "yes" : "no"]
+        }
+        out.append(Self.table(["Zipf", "cache", "capacity", "live bytes", "live / capacity", "Larder miss ratio", "LRU miss ratio", "Larder ≤ LRU"], rows))
+        out.append("")
+        return out.joined(separator: "\n")
+    }
+
+    func scaleSection(_ s: ScaleResult) -> String {
+        var out = ["## Scale", ""]
+        out.append("\(s.entries) entries of \(s.valueSize)-byte values in one file, filled through the Swift API.\n")
+        out.append(Self.table(["", ""], [
+            ["fill", Self.rate(s.fillOpsPerSecond) + " puts/s"],
+            ["file size (capacity)", "\(Self.bytes(s.fileBytes)) (\(Self.bytes(s.capacity)))"],
+            ["clean open", String(format: "%.2f ms", s.cleanOpenMilliseconds)],
+            ["open after kill -9 (recovery)", String(format: "%.0f ms, %d entries back", s.recoveryMilliseconds, s.recoveredEntries)],
+            ["index bytes per entry", String(format: "%.1f", s.indexBytesPerEntry)],
+            ["record bytes per entry beyond key and value", String(format: "%.1f", s.recordOverheadPerEntry)],
+            ["file bytes per entry beyond key and value", String(format: "%.1f", s.fileOverheadPerEntry)],
+        ]))
+        out.append("")
+        if !s.problems.isEmpty { out.append("Problems: " + s.problems.joined(separator: "; ") + "\n") }
+        return out.joined(separator: "\n")
+    }
+
+    func compressionSection() -> String {
+        var out = ["## LZ4", ""]
+        out.append("JSON-like values (arrays of user records), through the Swift API: fill, then random reads (decompressed).\n")
+        let sizes = Array(Set(results.compression.map(\.valueSize))).sorted()
+        let rows = sizes.compactMap { size -> [String]? in
+            guard let raw = results.compression.first(where: { $0.valueSize == size && !$0.lz4 }),
+                  let lz4 = results.compression.first(where: { $0.valueSize == size && $0.lz4 }) else { return nil }
+            return [Self.size(size), String(format: "%.2f", lz4.ratio), Self.rate(raw.putOpsPerSecond), Self.rate(lz4.putOpsPerSecond),
+                    Self.rate(raw.getOpsPerSecond), Self.rate(lz4.getOpsPerSecond)]
+        }
+        out.append(Self.table(["value", "LZ4 ratio", "puts/s raw", "puts/s LZ4", "gets/s raw", "gets/s LZ4"], rows))
+        out.append("")
+        return out.joined(separator: "\n")
+    }
+
+    func methodSection() -> String {
+        """
+        ## How it is measured
+
+        - `Benchmarks/` is a package of its own (users of Larder never pull in the peers). `Benchmarks/run` \
+        installs what is missing (libsqlite3-dev, liblmdb-dev, libtkrzw-dev, gnuplot), builds in release mode \
+        and runs `larder-bench`; `Benchmarks/run --full` adds the 10-million-entry scale test and longer loops.
+        - Every C-side store (the C hash table, SQLite, LMDB, tkrzw, one file per key, Larder's C ABI) is driven \
+        by the same C loop (`Sources/CPeers/loop.c`) through one vtable; Larder's Swift API by a Swift loop \
+        that mirrors it line by line (`Sources/larder-bench/SwiftLoop.swift`). Swift only orchestrates.
+        - Keys, values and operation sequences are made before the clock starts, from fixed seeds. \
+        Throughput is operations over the whole loop; latency is every 16th operation timed on its own with \
+        `clock_gettime(CLOCK_MONOTONIC)` (so it includes about 20 ns of clock reading).
+        - Each store and value size runs in a fresh process and a fresh directory; fill and delete run over \
+        all keys, the other loops for \(String(format: "%g", plan.seconds)) s each. The figures are medians of \
+        \(plan.reps) repetitions.
+        - Configurations: SQLite WAL, `synchronous=OFF`, prepared statements, a `(k BLOB PRIMARY KEY, v BLOB)` \
+        table; LMDB `MDB_NOSYNC | MDB_WRITEMAP`, one write transaction per put, reads through a reset/renewed \
+        read transaction; tkrzw HashDBM on a memory-mapped file, buckets for twice the keys, reads through a \
+        record processor that copies (no allocation); files: one per key in 256 directories, write to a \
+        temporary file and rename; the C hash table: open addressing under a reader-writer lock, a malloc'd \
+        copy per entry; Larder: a capacity three times the data, so the main table never evicts.
+
+        """
+    }
+
+    // MARK: - Chart
+
+    /// A PNG of the main table: one panel per value size, ops/s on a log scale.
+    func drawChart(to path: String, scratch: String) throws {
+        guard !results.suites.isEmpty else { return }
+        let dir = try System.freshDirectory(scratch)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let peers = plan.peers.filter { p in results.suites.contains { $0.peer == p } }
+        let sizes = valueSizes
+        var script = """
+            set terminal pngcairo size 1600,1100 font 'Sans,10'
+            set output '\(path)'
+            set multiplot layout 2,2 title 'Larder vs peers: operations per second (log scale, higher is better)\(results.label.map { " — " + $0 } ?? "")'
+            set style data histograms
+            set style histogram clustered gap 1
+            set style fill solid 0.85 border -1
+            set logscale y
+            set format y '10^{%L}'
+            set grid ytics
+            set key top right font 'Sans,8'
+            set xtics nomirror
+            set yrange [1000:*]
+
+            """
+        for size in sizes {
+            let file = "\(dir)/\(size).dat"
+            var lines = ["workload " + peers.map { "\"\($0.title)\"" }.joined(separator: " ")]
+            for w in Workload.allCases {
+                lines.append("\"\(w.title)\" " + peers.map { String(format: "%.0f", max(opsPerSecond($0, size, w) ?? 1, 1)) }.joined(separator: " "))
+            }
+            try lines.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            let keys = results.suites.first { $0.valueSize == size }?.keys ?? 0
+            script += "set title '\(Self.size(size)) values, \(keys) keys'\n"
+            script += "plot " + peers.indices.map { i in
+                "'\(file)' using \(i + 2):xtic(1) title columnheader(\(i + 2))"
+            }.joined(separator: ", ") + "\n"
+        }
+        script += "unset multiplot\n"
+        let scriptPath = dir + "/chart.gp"
+        try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
+        guard Machine.shell("gnuplot '\(scriptPath)' && echo ok") != nil else {
+            throw BenchFailure("gnuplot failed on \(scriptPath)")
+        }
+    }
+}

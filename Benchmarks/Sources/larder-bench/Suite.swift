@@ -1,0 +1,74 @@
+import Foundation
+
+/// The main table: every workload on one store and one value size, in a process of its own.
+struct SuiteResult: Codable, Sendable {
+    var peer: PeerKind
+    var valueSize: Int
+    var keys: Int
+    var reps: Int
+    var workloads: [Workload: LoopStats]
+    /// Disk the store takes after the read and update workloads (before delete).
+    var fileBytes: Int
+    /// Peak resident memory the store added to the process (file pages it maps count).
+    var rssBytes: Int
+    var problems: [String]
+}
+
+struct SuiteParameters: Codable, Sendable {
+    var peer: PeerKind
+    var valueSize: Int
+    var keys: Int
+    var reps: Int
+    /// Time limit of each read and update loop.
+    var seconds: Double
+    /// Operations generated for each of those loops.
+    var opsCount: Int
+    var directory: String
+}
+
+enum Suite {
+    static let seed: UInt64 = 8
+
+    /// Runs in the child process.
+    static func run(_ p: SuiteParameters) throws -> SuiteResult {
+        let data = Dataset(keyCount: 2 * p.keys, valueLength: p.valueSize)
+        let sizing = StoreSizing(keys: p.keys, dataBytes: data.dataBytes(count: p.keys))
+        let ops = Dictionary(uniqueKeysWithValues: Workload.allCases.map {
+            ($0, $0.operations(keys: p.keys, count: p.opsCount, seed: seed))
+        })
+        let meter = Meter(valueLength: p.valueSize)
+        var runs: [Workload: [LoopStats]] = [:]
+        var fileBytes: [Double] = [], rss: [Double] = []
+        var problems = Set<String>()
+        for rep in 0..<p.reps {
+            let directory = try System.freshDirectory("\(p.directory)/\(p.peer.rawValue)-\(p.valueSize)-\(rep)")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            System.resetPeakResident()
+            let baseline = System.residentBytes
+            let store = try Store(p.peer, directory: directory, sizing: sizing)
+            for workload in Workload.allCases {
+                let unbounded = workload == .fill || workload == .delete
+                let stats = meter.measure(store, data, ops[workload]!, maxSeconds: unbounded ? 0 : p.seconds)
+                runs[workload, default: []].append(stats)
+                if stats.errors > 0 { problems.insert("\(workload.rawValue): \(stats.errors) failed operations") }
+                if workload.expectsHits && stats.notFound > 0 { problems.insert("\(workload.rawValue): \(stats.notFound) keys not found") }
+                if !workload.expectsHits && stats.found > 0 { problems.insert("\(workload.rawValue): \(stats.found) absent keys found") }
+                if workload == .ycsbB {
+                    fileBytes.append(Double(System.allocatedBytes(directory)))
+                    rss.append(Double(max(0, System.peakResidentBytes - baseline)))
+                }
+            }
+            store.close()
+        }
+        return SuiteResult(peer: p.peer, valueSize: p.valueSize, keys: p.keys, reps: p.reps,
+                           workloads: runs.mapValues(LoopStats.median),
+                           fileBytes: Int(Stats.median(fileBytes)), rssBytes: Int(Stats.median(rss)),
+                           problems: problems.sorted())
+    }
+
+    /// Runs in the parent: one child per store.
+    static func spawn(_ p: SuiteParameters) throws -> SuiteResult {
+        let json = String(decoding: try JSONEncoder().encode(p), as: UTF8.self)
+        return try Child.result(["suite", json], as: SuiteResult.self)
+    }
+}

@@ -1,0 +1,69 @@
+import CPeers
+import Larder
+
+/// The loop that measures Larder's Swift API: a line-by-line mirror of `bench_run_ops` in
+/// Sources/CPeers/loop.c (change one, change the other). A get copies the value into the
+/// caller's buffer, as `larder_get` does.
+enum SwiftLoop {
+    @inline(__always)
+    static func oneOp(_ cache: Cache, _ data: Dataset, _ op: UInt32, _ buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let index = Int(op & Op.indexMask)
+        let key = data.key(index)
+        switch op >> Op.shift {
+        case UInt32(BENCH_OP_GET):
+            let capacity = data.valueLength
+            do {
+                let length = try cache.withValue(forKey: key) { bytes -> Int in
+                    if bytes.count <= capacity { buffer.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+                    return bytes.count
+                }
+                guard let length else { return 0 }
+                return length == data.valueLength ? 1 : -1
+            } catch {
+                return -1
+            }
+        case UInt32(BENCH_OP_PUT):
+            do {
+                try cache.set(data.value(index), forKey: key)
+                return 1
+            } catch {
+                return -1
+            }
+        default:
+            do {
+                return try cache.removeValue(forKey: key) ? 1 : 0
+            } catch {
+                return -1
+            }
+        }
+    }
+
+    static func run(_ cache: Cache, _ data: Dataset, _ ops: UnsafeBufferPointer<UInt32>, maxNs: UInt64,
+                    sampleEvery: Int, samples: UnsafeMutableBufferPointer<UInt64>,
+                    buffer: UnsafeMutableRawBufferPointer) -> bench_result {
+        var r = bench_result()
+        let start = bench_now_ns()
+        let deadline = maxNs != 0 ? start + maxNs : UInt64.max
+        var i = 0
+        while i < ops.count {
+            let end = min(i + 256, ops.count)
+            while i < end {
+                let outcome: Int
+                if sampleEvery != 0 && i % sampleEvery == 0 {
+                    let t0 = bench_now_ns()
+                    outcome = oneOp(cache, data, ops[i], buffer)
+                    samples[Int(r.samples)] = bench_now_ns() - t0
+                    r.samples += 1
+                } else {
+                    outcome = oneOp(cache, data, ops[i], buffer)
+                }
+                if outcome > 0 { r.found += 1 } else if outcome == 0 { r.not_found += 1 } else { r.errors += 1 }
+                i += 1
+            }
+            if maxNs != 0 && bench_now_ns() >= deadline { break }
+        }
+        r.nanoseconds = bench_now_ns() - start
+        r.ops = UInt64(i)
+        return r
+    }
+}
