@@ -181,11 +181,19 @@ struct BasicOperationsTests {
         #expect(throws: LarderError.self) { try Cache(at: directory.path("missing.larder"), readOnly: true) }
     }
 
-    @Test func aSecondHandleOnTheSameFileIsRefusedUntilTheFirstCloses() throws {
+    @Test func twoHandlesOnOneFileShareItAndCloseIndependently() throws {
         let directory = TemporaryDirectory()
         let first = try Cache(path: directory.path())
-        #expect(throws: LarderError.self) { try Cache(path: directory.path()) }
+        let second = try Cache(path: directory.path())
+        try first.set([1], forKey: "a")
+        #expect(try second.bytes(forKey: "a") == [1])
+        try second.set([2], forKey: "b")
         try first.close()
-        _ = try Cache(path: directory.path())
+        #expect(throws: LarderError.self) { try first.bytes(forKey: "b") }
+        #expect(try second.bytes(forKey: "b") == [2])
+        try second.close()
+        let reopened = try Cache(path: directory.path())
+        #expect(!reopened.wasRecovered)
+        #expect(try reopened.bytes(forKey: "a") == [1])
     }
 }

@@ -50,6 +50,22 @@ static inline uint64_t lrd_exchange_u64(void *p, uint64_t v) {
 static inline uint64_t lrd_load_relaxed_u64(const void *p) {
     return __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
 }
+static inline int lrd_cas_u64(void *p, uint64_t expected, uint64_t desired) {
+    return __atomic_compare_exchange_n((uint64_t *)p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+static inline uint64_t lrd_fetch_and_u64(void *p, uint64_t v) {
+    return __atomic_fetch_and((uint64_t *)p, v, __ATOMIC_RELEASE);
+}
+static inline uint64_t lrd_fetch_or_u64(void *p, uint64_t v) {
+    return __atomic_fetch_or((uint64_t *)p, v, __ATOMIC_RELEASE);
+}
+static inline void lrd_store_seq_cst_u64(void *p, uint64_t v) {
+    __atomic_store_n((uint64_t *)p, v, __ATOMIC_SEQ_CST);
+}
+static inline uint64_t lrd_load_seq_cst_u64(const void *p) {
+    return __atomic_load_n((const uint64_t *)p, __ATOMIC_SEQ_CST);
+}
+static inline void lrd_fence_seq_cst(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void lrd_fence_acquire(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
 static inline void lrd_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
 
@@ -61,6 +77,27 @@ static inline void lrd_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELE
  * another holder conflicts). */
 enum { LRD_UNLOCK = 0, LRD_LOCK_SHARED = 1, LRD_LOCK_EXCLUSIVE = 2 };
 int lrd_lock_byte(int fd, uint64_t start, int mode, int wait);
+
+/* The writer lock: one per cache file, in the file's shared-state page, excluding writers of
+ * every process and thread. `area` points at LRD_WRITER_LOCK_SIZE bytes of the mapping.
+ * Linux: a robust, process-shared pthread mutex; when its holder died, lrd_writer_lock returns
+ * LRD_LOCK_OWNER_DIED with the lock held, and the caller repairs, then calls
+ * lrd_writer_lock_consistent. Elsewhere: an fcntl lock on byte LRD_WRITER_LOCK_BYTE of `fd`
+ * plus an in-area "held" word, which tells the next holder that the previous one died while
+ * holding it (the kernel drops the fcntl lock of a dead process). Threads of one process must
+ * serialize among themselves before calling these (POSIX record locks belong to the process). */
+enum { LRD_WRITER_LOCK_SIZE = 128, LRD_WRITER_LOCK_BYTE = 2 };
+enum { LRD_LOCK_ACQUIRED = 0, LRD_LOCK_OWNER_DIED = 1 };
+/* Formats the area. Only when no other process can be using it. Returns 0 or an errno value. */
+int lrd_writer_lock_init(void *area);
+/* Returns LRD_LOCK_ACQUIRED, LRD_LOCK_OWNER_DIED (held, needs repair), or a negated errno. */
+int lrd_writer_lock(void *area, int fd);
+/* After a repair: marks the lock usable again. */
+void lrd_writer_lock_consistent(void *area);
+void lrd_writer_unlock(void *area, int fd);
+
+/* Whether process `pid` still exists (kill(pid, 0) does not fail with ESRCH). */
+int lrd_process_exists(int64_t pid);
 
 /* Reserve disk blocks for [offset, offset + length) so that later writes
  * through the map cannot fail with SIGBUS on a full disk. Extends the file

@@ -59,8 +59,13 @@ public final class Cache: @unchecked Sendable {
     /// The options it was opened with.
     public let options: Options
 
-    private let lock = ReadWriteLock()
-    private let store: CacheStore
+    /// The open file, shared with every other `Cache` of this process on the same path.
+    private let entry: OpenFileRegistry.Entry
+    private var lock: ReadWriteLock { entry.lock }
+    /// This handle's engine, or the stand-in that answers `.closed` once this handle is closed.
+    private var store: CacheStore { entry.store }
+    /// Set (under the exclusive lock) when this handle is closed; other handles stay open.
+    private var isClosed = false
 
     /// Opens the cache file at `path`, creating it if needed. A file that was not closed cleanly
     /// (its process crashed) is checked and repaired first.
@@ -69,13 +74,13 @@ public final class Cache: @unchecked Sendable {
     public init(path: String, options: Options = Options()) throws(LarderError) {
         self.path = path
         self.options = options
-        store = try CacheStore.open(path: path, configuration: .init(
+        entry = try OpenFileRegistry.shared.open(path: path, configuration: .init(
             capacity: options.capacity?.bytes, pageSize: options.pageSize,
             readOnly: options.readOnly, permissions: options.permissions))
     }
 
     deinit {
-        try? store.close()
+        if !isClosed { try? OpenFileRegistry.shared.release(entry) }
     }
 
     // MARK: - Writing
@@ -141,48 +146,69 @@ public final class Cache: @unchecked Sendable {
     ///
     /// The corresponding C function is `larder_get` (which copies into the caller's buffer).
     public func withValue<R>(forKey key: some CacheKey, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
-        let outcome: Result<R?, any Error> = key.withCacheKeyBytes { keyBytes in
-            lock.withReadLock {
-                do {
-                    guard let location = try store.locateValue(forKey: keyBytes) else { return .success(nil) }
-                    guard location.header.isCompressed else {
-                        let bytes = store.storedBytes(of: location)
-                        return .success(try BorrowMarker.borrowing(self) { try body(bytes) })
+        let outcome: Result<Result<R, any Error>?, LarderError> = key.withCacheKeyBytes { keyBytes in
+            Result { () throws(LarderError) in
+                try read { () throws(LarderError) in
+                    try store.withValue(forKey: keyBytes) { bytes in
+                        BorrowMarker.borrowing(self) { Result { try body(bytes) } }
                     }
-                    // A compressed value is lent decompressed, from a buffer that lives for the call.
-                    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: location.header.rawLength, alignment: 16)
-                    defer { buffer.deallocate() }
-                    guard store.decodeValue(location, into: buffer) else { throw Cache.undecodable(path) }
-                    return .success(try BorrowMarker.borrowing(self) { try body(UnsafeRawBufferPointer(buffer)) })
-                } catch {
-                    return .failure(error)
                 }
             }
         }
-        return try outcome.get()
+        return try outcome.get()?.get()
     }
 
     /// The value for `key` as `Data`, or `nil` when it is missing or expired.
     ///
     /// The corresponding C function is `larder_get_alloc`.
     public func data(forKey key: some CacheKey) throws(LarderError) -> Data? {
-        try read(key) { store, location in
-            guard location.header.isCompressed else { return Data(store.storedBytes(of: location)) }
-            var data = Data(count: location.header.rawLength)
-            return data.withUnsafeMutableBytes { store.decodeValue(location, into: $0) } ? data : nil
+        var buffer: UnsafeMutableRawBufferPointer?
+        let length: Int? = try key.withCacheKeyBytes { keyBytes in
+            Result { () throws(LarderError) in
+                try read { () throws(LarderError) in
+                    try store.copyValue(forKey: keyBytes) { count in
+                        if let buffer, buffer.count >= count { return buffer }
+                        buffer?.deallocate()
+                        buffer = .allocate(byteCount: max(count, 1), alignment: 16)
+                        return buffer
+                    }
+                }
+            }
+        }.get()
+        guard let length, let buffer else {
+            buffer?.deallocate()
+            return nil
         }
+        return Data(bytesNoCopy: buffer.baseAddress!, count: length, deallocator: .custom { pointer, _ in
+            pointer.deallocate()
+        })
     }
 
     /// The value for `key` as bytes, or `nil` when it is missing or expired.
     public func bytes(forKey key: some CacheKey) throws(LarderError) -> [UInt8]? {
-        try read(key) { store, location in
-            var decoded = true
-            let bytes = [UInt8](unsafeUninitializedCapacity: location.header.rawLength) { buffer, count in
-                decoded = store.decodeValue(location, into: UnsafeMutableRawBufferPointer(buffer))
-                count = decoded ? buffer.count : 0
-            }
-            return decoded ? bytes : nil
+        do {
+            return try withValue(forKey: key) { Array($0) }
+        } catch let error as LarderError {
+            throw error
+        } catch {
+            preconditionFailure("Array's initializer does not throw")
         }
+    }
+
+    /// Copies the value for `key` into `buffer` when it fits there.
+    ///
+    /// - Returns: the value's length (also when it did not fit: nothing is copied then), or nil
+    ///   when the key is missing or expired.
+    ///
+    /// The corresponding C function is `larder_get`.
+    public func copyValue(forKey key: some CacheKey, into buffer: UnsafeMutableRawBufferPointer) throws(LarderError) -> Int? {
+        try key.withCacheKeyBytes { keyBytes in
+            Result { () throws(LarderError) in
+                try read { () throws(LarderError) in
+                    try store.copyValue(forKey: keyBytes) { count in count <= buffer.count ? buffer : nil }
+                }
+            }
+        }.get()
     }
 
     /// Whether a live, unexpired value exists for `key`. A closed cache or an invalid key answers
@@ -190,9 +216,7 @@ public final class Cache: @unchecked Sendable {
     ///
     /// The corresponding C function is `larder_contains`.
     public func contains(_ key: some CacheKey) -> Bool {
-        key.withCacheKeyBytes { keyBytes in
-            lock.withReadLock { (try? store.contains(key: keyBytes)) ?? false }
-        }
+        (try? containsValue(forKey: key)) ?? false
     }
 
     /// Calls `body` with the key and the value's length (as callers see it) of every live entry,
@@ -201,13 +225,9 @@ public final class Cache: @unchecked Sendable {
     ///
     /// The corresponding C function is `larder_foreach`.
     public func forEachEntry(_ body: (_ key: UnsafeRawBufferPointer, _ valueLength: Int) throws -> Bool) throws {
-        let outcome: Result<Void, any Error> = lock.withReadLock {
-            do {
-                return try BorrowMarker.borrowing(self) {
-                    try store.forEachEntry { key, header in try body(key, header.rawLength) }
-                }
-            } catch {
-                return .failure(error)
+        let outcome = try read { () throws(LarderError) in
+            try BorrowMarker.borrowing(self) { () throws(LarderError) in
+                try store.forEachEntry { key, header in try body(key, header.rawLength) }
             }
         }
         try outcome.get()
@@ -220,7 +240,7 @@ public final class Cache: @unchecked Sendable {
     public func containsValue(forKey key: some CacheKey) throws(LarderError) -> Bool {
         try key.withCacheKeyBytes { keyBytes in
             Result { () throws(LarderError) in
-                try lock.withReadLock { () throws(LarderError) in try store.contains(key: keyBytes) }
+                try read { () throws(LarderError) in try store.contains(key: keyBytes) }
             }
         }.get()
     }
@@ -228,13 +248,13 @@ public final class Cache: @unchecked Sendable {
     // MARK: - Size and statistics
 
     /// Number of live entries (expired ones count until they are reclaimed).
-    public var count: Int { lock.withReadLock { store.isClosed ? 0 : store.state.entryCount } }
+    public var count: Int { lock.withReadLock { isClosed ? 0 : store.state.entryCount } }
 
     /// Bytes of live values as callers see them.
-    public var totalBytes: Int { lock.withReadLock { store.isClosed ? 0 : store.state.liveRawBytes } }
+    public var totalBytes: Int { lock.withReadLock { isClosed ? 0 : store.state.liveRawBytes } }
 
     /// Size of the cache file in bytes; never more than `capacity`.
-    public var fileBytes: Int { lock.withReadLock { store.isClosed ? 0 : store.ringEnd } }
+    public var fileBytes: Int { lock.withReadLock { isClosed ? 0 : store.ringEnd } }
 
     /// The most bytes the file may take.
     public var capacity: Int { lock.withReadLock { store.capacity } }
@@ -245,7 +265,7 @@ public final class Cache: @unchecked Sendable {
     public var stats: CacheStatistics {
         lock.withReadLock {
             let state = store.state
-            let open = !store.isClosed
+            let open = !isClosed
             return CacheStatistics(
                 entryCount: open ? state.entryCount : 0, liveBytes: open ? state.liveRawBytes : 0,
                 storedBytes: open ? state.liveStoredBytes : 0, recordBytes: open ? state.liveRecordBytes : 0,
@@ -266,7 +286,10 @@ public final class Cache: @unchecked Sendable {
     ///
     /// The corresponding C function is `larder_sync`.
     public func sync() throws(LarderError) {
-        try write { () throws(LarderError) in try store.sync() }
+        try lock.withWriteLock { () throws(LarderError) in
+            try checkOpen()
+            try store.sync()
+        }
     }
 
     /// Flushes the cache, marks the file cleanly closed and releases it. Later calls on this
@@ -274,34 +297,45 @@ public final class Cache: @unchecked Sendable {
     ///
     /// The corresponding C function is `larder_close`.
     public func close() throws(LarderError) {
-        try lock.withWriteLock { () throws(LarderError) in try store.close() }
+        let wasOpen = lock.withWriteLock {
+            defer { isClosed = true }
+            return !isClosed
+        }
+        if wasOpen { try OpenFileRegistry.shared.release(entry) }
     }
 
     // MARK: - Locking
 
+    private func checkOpen() throws(LarderError) {
+        if isClosed { throw LarderError(.closed, "the cache is closed", path: path) }
+    }
+
+    /// Runs a write: the in-process exclusive lock, then the writer lock shared with every
+    /// process (which also brings this process's view of the file up to date).
     private func write<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
         if BorrowMarker.isBorrowed(self) {
             throw LarderError(.invalidArgument, "cannot change the cache from inside withValue(forKey:_:) on the same thread", path: path)
         }
-        return try lock.withWriteLock(body)
+        return try lock.withWriteLock { () throws(LarderError) -> R in
+            try checkOpen()
+            return try store.withWriterLock(body)
+        }
     }
 
-    /// Looks `key` up under the read lock and lets `decode` turn the located value into `R`;
-    /// `decode` answers nil when a compressed value does not decode.
-    private func read<R>(_ key: some CacheKey,
-                         _ decode: (CacheStore, CacheStore.ValueLocation) -> R?) throws(LarderError) -> R? {
-        try key.withCacheKeyBytes { keyBytes in
-            Result { () throws(LarderError) -> R? in
-                try lock.withReadLock { () throws(LarderError) -> R? in
-                    guard let location = try store.locateValue(forKey: keyBytes) else { return nil }
-                    guard let value = decode(store, location) else { throw Cache.undecodable(path) }
-                    return value
+    /// Runs a read under the shared in-process lock, after taking up what other processes
+    /// changed in the meta page (rare: file growth, index growth, clearing).
+    private func read<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
+        while true {
+            do {
+                let outcome = try lock.withReadLock { () throws(LarderError) -> R? in
+                    try checkOpen()
+                    return store.viewIsCurrent ? try body() : nil
                 }
+                if let outcome { return outcome }
+            } catch where error == LarderError.staleView {
+                // Fall through to the refresh.
             }
-        }.get()
-    }
-
-    private static func undecodable(_ path: String) -> LarderError {
-        LarderError(.corrupt, "the compressed value for this key does not decode", path: path)
+            try lock.withWriteLock { () throws(LarderError) in try store.refreshView() }
+        }
     }
 }

@@ -65,6 +65,10 @@ public struct LarderError: Error, Equatable, Sendable, CustomStringConvertible {
         return "Larder \(code): \(message)"
     }
 
+    /// Internal: a reader's view of the file is out of date; the caller refreshes it and reads
+    /// again. Never surfaces from the public API.
+    static let staleView = LarderError(Code(rawValue: -100), "the view of the file is out of date")
+
     /// The same error, naming `path` when it did not name a file yet.
     func at(_ path: String) -> LarderError {
         self.path == nil ? LarderError(code, message, path: path) : self

@@ -34,7 +34,8 @@ extension CacheStore {
         min((capacity - ringStart) / 16, 256 << 10) & ~(FileLayout.recordAlignment - 1)
     }
 
-    /// The end of the free run starting at the head, and what ends it.
+    /// The end of the free run starting at the head, and what ends it. Records that a reader in
+    /// some process is lending out (pinned) are obstacles like index segments.
     func freeRun(from head: Int) -> (limit: Int, obstacle: Obstacle) {
         var limit = ringEnd
         var obstacle = Obstacle.ringEnd
@@ -42,7 +43,7 @@ extension CacheStore {
             limit = state.tail
             obstacle = .tail
         }
-        for island in islands where island.start >= head && island.start < limit {
+        for island in islands + readers.pinnedRanges() where island.start >= head && island.start < limit {
             limit = island.start
             obstacle = .island(start: island.start, end: island.end)
         }

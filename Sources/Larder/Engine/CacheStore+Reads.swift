@@ -1,4 +1,11 @@
 import CLarderSupport
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Reads. Every method here is a reader: safe under the shared lock, concurrently with other
 /// readers. Nothing is written but access bits and this process's hit and miss counters.
@@ -17,62 +24,191 @@ extension CacheStore {
         }
     }
 
-    /// Reader: finds the value for `key`, verifying its checksum, and marks it as read.
-    /// Returns nil for a missing or expired key; throws `.corrupt` for a damaged record.
-    func locateValue(forKey key: UnsafeRawBufferPointer) throws(LarderError) -> ValueLocation? {
+    /// How many times a read starts over when writers in other processes keep changing what it
+    /// looks at, before it gives up with `.busy`.
+    static let readAttempts = 10_000
+
+    /// Reader: whether the record `found` still is what it was: live, same sequence number.
+    /// Writers never change a live record's bytes; they mark it dead first (with release
+    /// ordering), so an unchanged record means the bytes read meanwhile were its own.
+    @inline(__always)
+    func isUnchanged(_ found: FoundEntry) -> Bool {
+        lrd_fence_acquire()
+        let word = UInt64(littleEndian: file.loadAcquire64(at: found.offset))
+        return word & RecordHeader.Word0.liveBit != 0
+            && file.load(UInt64.self, at: found.offset + RecordHeader.Field.sequence) == found.header.sequence
+    }
+
+    /// Reader: one consistent look at `key`'s entry. Retries while a writer in another process
+    /// rearranges the index; nil when the key is absent.
+    private func find(_ key: UnsafeRawBufferPointer, attempt: inout Int) throws(LarderError) -> FoundEntry? {
+        let hash = KeyHash(key)
+        while true {
+            let epoch = state.indexEpoch
+            if let found = lookup(key, hash: hash) { return found }
+            if epoch & 1 == 0 && state.indexEpoch == epoch {
+                // Another process may have moved the index elsewhere since this view was taken.
+                if !viewIsCurrent { throw LarderError.staleView }
+                return nil
+            }
+            try backOff(&attempt)
+        }
+    }
+
+    private func backOff(_ attempt: inout Int) throws(LarderError) {
+        attempt += 1
+        if attempt >= CacheStore.readAttempts {
+            throw LarderError(.busy, "the entry kept changing under concurrent writers", path: path)
+        }
+        if attempt > 16 { sched_yield() }
+    }
+
+    private func damaged(_ found: FoundEntry) -> LarderError {
+        LarderError(.corrupt, "the stored value for this key is damaged (checksum mismatch at offset \(found.offset))", path: path)
+    }
+
+    private func countHit(_ found: FoundEntry) {
+        // A read-only mapping cannot take the access bit: such readers do not count as recency.
+        if !isReadOnly { RecordHeader.markVisited(in: file, at: found.offset, header: found.header) }
+        lrd_fetch_add_u64(localCounters, 1)
+    }
+
+    private func countMiss() {
+        lrd_fetch_add_u64(localCounters + 1, 1)
+    }
+
+    /// Reader: copies the value of `key`, as callers see it (decompressed), into the buffer that
+    /// `destination` returns for its length, and checks it: the record did not change while it
+    /// was copied (writers of other processes do not wait for readers), and the checksum holds
+    /// over the bytes copied. `destination` may return nil to skip the copy (a buffer too small);
+    /// it may be called again when a read starts over.
+    ///
+    /// - Returns: the value's length, or nil for a missing or expired key.
+    /// - Throws: `.corrupt` for a damaged record.
+    func copyValue(forKey key: UnsafeRawBufferPointer,
+                   into destination: (Int) -> UnsafeMutableRawBufferPointer?) throws(LarderError) -> Int? {
         try checkOpen()
         try validateKey(key)
-        guard let found = lookup(key, hash: KeyHash(key)),
-              !found.header.isExpiredNow else {
-            lrd_fetch_add_u64(localCounters + 1, 1)
-            return nil
+        var attempt = 0
+        while true {
+            guard let found = try find(key, attempt: &attempt) else {
+                countMiss()
+                return nil
+            }
+            let header = found.header
+            if header.isExpiredNow {
+                guard isUnchanged(found) else { try backOff(&attempt); continue }
+                countMiss()
+                return nil
+            }
+            guard let target = destination(header.rawLength) else {
+                guard isUnchanged(found) else { try backOff(&attempt); continue }
+                return header.rawLength
+            }
+            precondition(target.count >= header.rawLength)
+            let stored = file.bytes(at: found.offset + RecordHeader.size + header.keyLength, count: header.storedLength)
+            let copy = header.isCompressed
+                ? UnsafeMutableRawBufferPointer.allocate(byteCount: max(header.storedLength, 1), alignment: 16)
+                : UnsafeMutableRawBufferPointer(rebasing: target[0..<header.storedLength])
+            defer { if header.isCompressed { copy.deallocate() } }
+            if header.storedLength > 0 { copy.baseAddress!.copyMemory(from: stored.baseAddress!, byteCount: header.storedLength) }
+            guard isUnchanged(found) else { try backOff(&attempt); continue }
+            let checksum = lrd_crc32c(lrd_crc32c(seed, key.baseAddress, key.count), copy.baseAddress, header.storedLength)
+            guard checksum == header.dataChecksum else { throw damaged(found) }
+            if header.isCompressed {
+                guard LZ4Codec.decompress(UnsafeRawBufferPointer(rebasing: copy[0..<header.storedLength]),
+                                          into: UnsafeMutableRawBufferPointer(rebasing: target[0..<header.rawLength])) else {
+                    throw LarderError(.corrupt, "the compressed value for this key does not decode", path: path)
+                }
+            }
+            countHit(found)
+            return header.rawLength
         }
-        guard found.header.dataIsIntact(in: file, at: found.offset, seed: seed) else {
-            throw LarderError(.corrupt, "the stored value for this key is damaged (checksum mismatch at offset \(found.offset))", path: path)
-        }
-        // A read-only mapping cannot take the access bit: such readers do not count as recency.
-        if !isReadOnly { RecordHeader.markVisited(in: file, at: found.offset) }
-        lrd_fetch_add_u64(localCounters, 1)
-        return ValueLocation(recordOffset: found.offset, header: found.header)
     }
 
-    /// Reader: the stored bytes of a located value, valid while the shared lock is held.
-    func storedBytes(of location: ValueLocation) -> UnsafeRawBufferPointer {
-        file.bytes(at: location.valueOffset, count: location.header.storedLength)
+    /// Reader: lends the value of `key` to `body` straight from the map (decompressed into a
+    /// temporary buffer when compressed). The record is pinned in the reader table meanwhile, so
+    /// no writer of any process overwrites it. Falls back to a copy when every slot is taken.
+    ///
+    /// - Returns: what `body` returns, or nil for a missing or expired key.
+    func withValue<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> R) throws(LarderError) -> R? {
+        try checkOpen()
+        try validateKey(key)
+        var attempt = 0
+        while true {
+            guard let found = try find(key, attempt: &attempt) else {
+                countMiss()
+                return nil
+            }
+            let header = found.header
+            // A read-only mapping cannot pin (the table is in the file); it lends a checked copy.
+            guard !isReadOnly, let slot = readers.pin(start: found.offset, end: found.offset + header.totalSize) else {
+                return try lendCopy(forKey: key, body)
+            }
+            defer { readers.unpin(slot) }
+            guard isUnchanged(found) else { try backOff(&attempt); continue }
+            if header.isExpiredNow {
+                countMiss()
+                return nil
+            }
+            guard header.dataIsIntact(in: file, at: found.offset, seed: seed) else { throw damaged(found) }
+            let stored = file.bytes(at: found.offset + RecordHeader.size + header.keyLength, count: header.storedLength)
+            countHit(found)
+            guard header.isCompressed else { return body(stored) }
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(header.rawLength, 1), alignment: 16)
+            defer { buffer.deallocate() }
+            let value = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<header.rawLength])
+            guard LZ4Codec.decompress(stored, into: value) else {
+                throw LarderError(.corrupt, "the compressed value for this key does not decode", path: path)
+            }
+            return body(UnsafeRawBufferPointer(value))
+        }
     }
 
-    /// Reader: writes the value as callers see it (decompressed) into `destination`, which holds
-    /// exactly `header.rawLength` bytes. Returns false when a compressed value does not decode.
-    func decodeValue(_ location: ValueLocation, into destination: UnsafeMutableRawBufferPointer) -> Bool {
-        guard destination.count == location.header.rawLength else { return false }
-        let stored = storedBytes(of: location)
-        guard location.header.isCompressed else {
-            destination.copyMemory(from: stored)
-            return true
+    /// Reader: `withValue` through a private copy, for when no reader slot is free.
+    private func lendCopy<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> R) throws(LarderError) -> R? {
+        var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1, alignment: 16)
+        defer { buffer.deallocate() }
+        let length = try copyValue(forKey: key) { count in
+            if buffer.count < count {
+                buffer.deallocate()
+                buffer = .allocate(byteCount: count, alignment: 16)
+            }
+            return buffer
         }
-        return LZ4Codec.decompress(stored, into: destination)
+        return length.map { body(UnsafeRawBufferPointer(rebasing: buffer[0..<$0])) }
     }
 
     /// Reader: whether a live, unexpired entry exists for `key` (no checksum, no statistics).
     func contains(key: UnsafeRawBufferPointer) throws(LarderError) -> Bool {
         try checkOpen()
         try validateKey(key)
-        guard let found = lookup(key, hash: KeyHash(key)) else { return false }
-        return !found.header.isExpiredNow
+        var attempt = 0
+        while true {
+            guard let found = try find(key, attempt: &attempt) else { return false }
+            let expired = found.header.isExpiredNow
+            if isUnchanged(found) { return !expired }
+            try backOff(&attempt)
+        }
     }
 
-    /// Reader: calls `body` with the key and header of every live, unexpired entry, in index
-    /// order, until it returns false.
+    /// Reader: calls `body` with the key (a private copy) and header of every live, unexpired
+    /// entry, in index order, until it returns false.
     func forEachEntry(_ body: (UnsafeRawBufferPointer, RecordHeader) throws -> Bool) throws(LarderError) -> Result<Void, any Error> {
         try checkOpen()
         let now = SystemCall.nowMilliseconds()
+        let key = UnsafeMutableRawBufferPointer.allocate(byteCount: CacheStore.maximumKeyLength, alignment: 16)
+        defer { key.deallocate() }
         for table in [active] + (draining.map { [$0] } ?? []) {
             for index in 0..<table.slotCount {
                 let slot = table[index]
-                guard HashTable.isEntry(slot), let header = entryHeader(at: HashTable.offset(of: slot)),
-                      !header.isExpired(now: now) else { continue }
+                let offset = HashTable.offset(of: slot)
+                guard HashTable.isEntry(slot), let header = entryHeader(at: offset), !header.isExpired(now: now) else { continue }
+                key.copyMemory(from: keyBytes(at: offset, header: header))
+                // A record replaced while its key was copied is skipped: its successor has a slot too.
+                guard isUnchanged(FoundEntry(offset: offset, header: header, inDraining: false, slotIndex: index)) else { continue }
                 do {
-                    if try !body(keyBytes(at: HashTable.offset(of: slot), header: header), header) { return .success(()) }
+                    if try !body(UnsafeRawBufferPointer(rebasing: key[0..<header.keyLength]), header) { return .success(()) }
                 } catch {
                     return .failure(error)
                 }

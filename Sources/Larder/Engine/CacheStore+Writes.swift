@@ -1,12 +1,11 @@
 import CLarderSupport
 
-/// Writes: each runs under the exclusive lock.
+/// Writes: each runs under the exclusive in-process lock and the writer lock (`withWriterLock`).
 extension CacheStore {
     /// Stores `value` for `key`, replacing any earlier value, compressed with LZ4 when `compress`
     /// is set and it saves space. Evicts what it must to make room.
     func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, compress: Bool,
              expiresAt: UInt64) throws(LarderError) {
-        try checkWritable()
         try validateKey(key)
         var compress = compress && value.count <= LZ4Codec.maximumInputSize
         var size = RecordHeader.entrySize(keyLength: key.count,
@@ -70,7 +69,6 @@ extension CacheStore {
 
     /// Removes the entry for `key`. Returns whether there was a live, unexpired one.
     func remove(key: UnsafeRawBufferPointer) throws(LarderError) -> Bool {
-        try checkWritable()
         try validateKey(key)
         guard let found = lookup(key, hash: KeyHash(key)) else { return false }
         let expired = found.header.isExpired(now: SystemCall.nowMilliseconds())
@@ -81,13 +79,14 @@ extension CacheStore {
     /// Empties the cache in time independent of its size: records written before now are void
     /// from here on (`firstValidSequence`), and the ring starts over as empty.
     func removeAll() throws(LarderError) {
-        try checkWritable()
         let oldDraining = meta.drainingIndex
         meta.drainingIndex = .none
         draining = nil
         state.migrationCursor = 0
         meta.firstValidSequence = state.nextSequence
+        state.beginIndexChange()
         active.clear()
+        state.endIndexChange()
         try writeMeta()
         if oldDraining.exists { RecordHeader.markDead(in: file, at: oldDraining.offset) }
         state.add(UInt64(state.entryCount), to: .removals)

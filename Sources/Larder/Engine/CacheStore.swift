@@ -23,10 +23,11 @@ final class CacheStore {
 
     /// Bytes of the file's lock space (advisory locks; they never touch data).
     enum LockByte {
-        /// Held exclusively while a process opens or closes the file.
+        /// Held while a process opens or closes the file (exclusively by writers).
         static let transition: UInt64 = 0
-        /// Held by every process that has the file open.
-        static let users: UInt64 = 1
+        /// Held shared by every read-write handle for as long as it is open. Whoever can take it
+        /// exclusively is the only writer: it may recover the file, and on close mark it clean.
+        static let writers: UInt64 = 1
     }
 
     let file: MappedFile
@@ -44,6 +45,11 @@ final class CacheStore {
     private(set) var recoveredOnOpen = false
     /// Set while `rebuild()` runs, so that damage it cannot repair is an error, not a loop.
     var isRebuilding = false
+    /// The shared-state change counter this process's view (meta copy, tables, file size) was
+    /// taken at; another process that writes the meta page bumps the counter.
+    private(set) var viewChangeCounter: UInt64 = 0
+    /// Zero-copy reads in progress, in every process.
+    let readers: ReaderTable
 
     var path: String { file.path }
     var capacity: Int { meta.capacity }
@@ -57,6 +63,7 @@ final class CacheStore {
         self.ringStart = FileLayout.dataStart(pageSize: meta.pageSize)
         self.isReadOnly = readOnly
         self.state = SharedState(file: file, pageSize: meta.pageSize)
+        self.readers = ReaderTable(state: state, pageSize: meta.pageSize)
         self.localCounters = .allocate(capacity: 2)
         localCounters.initialize(repeating: 0, count: 2)
         // A placeholder until `attachTables()` finds the real ones.
@@ -93,20 +100,28 @@ final class CacheStore {
             // Opening and closing are serialized between processes. A dead process's locks are
             // released by the kernel, so this never waits on the dead. A read-only descriptor
             // cannot hold a write lock; read-only opens change nothing and share the byte.
-            try descriptor.lock(byte: LockByte.transition, configuration.readOnly ? .shared : .exclusive, wait: true)
-            guard try descriptor.lock(byte: LockByte.users, configuration.readOnly ? .shared : .exclusive, wait: false) else {
-                throw LarderError(.busy, "the cache is open elsewhere (another process, or another handle in this one); sharing one file is not supported yet")
+            let readOnly = configuration.readOnly
+            try descriptor.lock(byte: LockByte.transition, readOnly ? .shared : .exclusive, wait: true)
+            var soleWriter = false
+            if !readOnly { soleWriter = try descriptor.lock(byte: LockByte.writers, .exclusive, wait: false) }
+            if !readOnly && !soleWriter {
+                try descriptor.lock(byte: LockByte.writers, .shared, wait: true)
             }
             let store: CacheStore
             let copies: MetaCopies = try descriptor.size() == 0 ? .unformatted : try readMetaCopies(descriptor)
             switch copies {
             case .unformatted:
-                guard !configuration.readOnly else {
-                    throw LarderError(.invalidArgument, "no cache file here (the file is empty)")
+                guard soleWriter else {
+                    throw LarderError(readOnly ? .invalidArgument : .corrupt, "no cache file here (the file is empty)")
                 }
                 store = try create(descriptor, configuration: configuration, owner: &owner)
             case .valid(let metas):
-                store = try openExisting(descriptor, meta: chooseMeta(metas), configuration: configuration, owner: &owner)
+                store = try openExisting(descriptor, meta: chooseMeta(metas), configuration: configuration,
+                                         soleWriter: soleWriter, owner: &owner)
+            }
+            if soleWriter {
+                // From now on other writers may join.
+                try descriptor.lock(byte: LockByte.writers, .shared, wait: true)
             }
             try descriptor.lock(byte: LockByte.transition, .unlock, wait: false)
             return store
@@ -135,7 +150,7 @@ final class CacheStore {
         // A leftover of an earlier, unfinished creation may be longer; the ring ends here.
         file.adoptSize(initialSize)
         let store = CacheStore(file: file, meta: meta, readOnly: false)
-        store.state.format()
+        try store.formatSharedPage()
         IndexSegment.format(in: file, at: dataStart, slotCount: HashTable.minimumSlotCount, byteCount: segmentBytes,
                             sequence: 1, now: now, seed: meta.checksumSeed)
         store.state.head = dataStart + segmentBytes
@@ -153,14 +168,15 @@ final class CacheStore {
     }
 
     private static func openExisting(_ descriptor: FileDescriptor, meta: Meta, configuration: Configuration,
-                                     owner: inout MappedFile?) throws(LarderError) -> CacheStore {
+                                     soleWriter: Bool, owner: inout MappedFile?) throws(LarderError) -> CacheStore {
         var meta = meta
         // A newer writer may have added things this code would not maintain: look, don't touch.
         let readOnly = configuration.readOnly || meta.writeVersion > FileLayout.formatVersion
         var metaChanged = false
-        if !readOnly, let requested = configuration.capacity.map({ FileLayout.alignUp($0, meta.pageSize) }),
+        if soleWriter, let requested = configuration.capacity.map({ FileLayout.alignUp($0, meta.pageSize) }),
            requested != meta.capacity, requested >= meta.fileSize {
-            // Growing is free; shrinking is possible while the file has not grown past the new size.
+            // Growing is free; shrinking is possible while the file has not grown past the new
+            // size. Only a sole writer may: every process maps the capacity it found.
             meta.capacity = requested
             metaChanged = true
         }
@@ -177,17 +193,25 @@ final class CacheStore {
         } else {
             file.adoptSize(meta.fileSize)
         }
-        let usable = !truncated && store.state.isFormatted && store.state.isClean && (try? store.attachTables()) != nil
-            && store.ringStateIsPlausible()
-        if readOnly {
+        store.viewChangeCounter = store.state.isFormatted ? store.state.changeCounter : 0
+        guard soleWriter && !readOnly else {
+            // Other writers are running this file, or this handle may not write: take the file
+            // as it is. Readers check everything.
             guard !truncated, store.state.isFormatted, (try? store.attachTables()) != nil else {
-                throw LarderError(.corrupt, "the file needs recovery; open it read-write once")
+                throw LarderError(.corrupt, readOnly ? "the file needs recovery; open it read-write once"
+                                                     : "the file in use by other processes is damaged")
             }
+            if !readOnly { try store.refreshView() }
             return store
         }
+        let usable = !truncated && store.state.isFormatted && store.state.isClean && (try? store.attachTables()) != nil
+            && store.ringStateIsPlausible()
         if truncated {
             try file.grow(to: store.meta.fileSize)
         }
+        // No other process has the file open for writing: the lock and the reader table start
+        // afresh (a crashed process may have left either taken).
+        try store.formatSharedPage()
         // Durably unclean before the first change: a crash from here on, even inside recovery,
         // is noticed by the next open.
         try store.markInUse()
@@ -198,6 +222,15 @@ final class CacheStore {
             try store.writeMeta()
         }
         return store
+    }
+
+    /// Makes the shared-state page usable by this and later processes: formats it if it is not,
+    /// and resets the writer lock and the reader slots. Only a sole writer may call this.
+    private func formatSharedPage() throws(LarderError) {
+        if !state.isFormatted { state.format() }
+        let rc = lrd_writer_lock_init(file.base + state.base + SharedState.Field.writerLock)
+        if rc != 0 { throw SystemCall.error("initialize the writer lock", errno: rc).at(path) }
+        readers.clear()
     }
 
     /// What the two meta copies of a file say.
@@ -276,7 +309,6 @@ final class CacheStore {
 
     /// Clears the clean flag durably before any change, so that a crash from here on is noticed.
     private func markInUse() throws(LarderError) {
-        if !state.isFormatted { state.format() }
         state.isClean = false
         try file.flush(state.base, pageSize)
     }
@@ -290,13 +322,61 @@ final class CacheStore {
         state.changeCounter &+= 1
     }
 
+    // MARK: - Other processes
+
+    /// Whether another process changed the meta page since this view was taken.
+    var viewIsCurrent: Bool { state.changeCounter == viewChangeCounter }
+
+    /// Takes the meta page, tables and file size another process left. Under the exclusive
+    /// in-process lock.
+    func refreshView() throws(LarderError) {
+        let counter = state.changeCounter
+        guard counter != viewChangeCounter else { return }
+        var newest: Meta?
+        for page in 0..<FileLayout.metaPageCount {
+            if case .success(let copy) = Meta.decode(file.bytes(at: page * pageSize, count: Meta.encodedSize)),
+               copy.validationFailure() == nil, copy.pageSize == pageSize, copy.checksumSeed == meta.checksumSeed,
+               copy.sequence > (newest?.sequence ?? 0) {
+                newest = copy
+            }
+        }
+        guard let newest else {
+            throw LarderError(.corrupt, "both meta pages are unreadable", path: path)
+        }
+        meta = newest
+        file.adoptSize(min(meta.fileSize, file.mappedLength))
+        try attachTables()
+        viewChangeCounter = counter
+    }
+
+    /// Runs `body` holding the writer lock that excludes the writers of every process. The lock
+    /// of a writer that died holding it is taken over, and the file it may have left half-changed
+    /// is rebuilt first.
+    func withWriterLock<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
+        try checkWritable()
+        let area = file.base + state.base + SharedState.Field.writerLock
+        let rc = lrd_writer_lock(area, file.descriptor.rawValue)
+        if rc < 0 { throw SystemCall.error("take the writer lock", errno: -rc).at(path) }
+        defer { lrd_writer_unlock(area, file.descriptor.rawValue) }
+        if rc == LRD_LOCK_OWNER_DIED {
+            // Remember the repair in the file until it is done, whatever happens to this process.
+            state.needsRepair = true
+            lrd_writer_lock_consistent(area)
+        }
+        try refreshView()
+        if state.needsRepair {
+            try rebuild()
+            state.needsRepair = false
+        }
+        return try body()
+    }
+
     // MARK: - Closing
 
-    /// Folds this process's counters into the file's.
+    /// Folds this process's counters into the file's. Under the writer lock.
     func foldCounters() {
         let hits = lrd_exchange_u64(localCounters, 0)
         let misses = lrd_exchange_u64(localCounters + 1, 0)
-        guard !isReadOnly else { return }
         state.add(hits, to: .hits)
         state.add(misses, to: .misses)
     }
@@ -304,25 +384,30 @@ final class CacheStore {
     /// Makes everything written so far durable (msync + fsync).
     func sync() throws(LarderError) {
         try checkOpen()
-        foldCounters()
+        guard !isReadOnly else { return }
+        try withWriterLock { () throws(LarderError) in foldCounters() }
         try file.flush()
     }
 
-    /// Flushes, marks the file clean and releases it. Idempotent.
+    /// Flushes and releases the file; the last writer to close it marks it clean. Idempotent.
     func close() throws(LarderError) {
         guard !isClosed else { return }
-        isClosed = true
+        defer { isClosed = true }
         let descriptor = file.descriptor
         _ = try? descriptor.lock(byte: LockByte.transition, isReadOnly ? .shared : .exclusive, wait: true)
         defer {
-            _ = try? descriptor.lock(byte: LockByte.users, .unlock, wait: false)
+            _ = try? descriptor.lock(byte: LockByte.writers, .unlock, wait: false)
             _ = try? descriptor.lock(byte: LockByte.transition, .unlock, wait: false)
         }
         guard !isReadOnly else { return }
-        foldCounters()
+        try withWriterLock { () throws(LarderError) in foldCounters() }
         try file.flush()
-        state.isClean = true
-        try file.flush(state.base, pageSize)
+        // The clean flag is the last writer's to set: with the transition lock held, nobody can
+        // join meanwhile.
+        if try descriptor.lock(byte: LockByte.writers, .exclusive, wait: false) {
+            state.isClean = true
+            try file.flush(state.base, pageSize)
+        }
     }
 
     func checkOpen() throws(LarderError) {

@@ -44,7 +44,6 @@ struct RecordHeader: Equatable {
     static let magic: UInt16 = 0x524C
     static let paddingSize = 16
     static let compressedFlag: UInt8 = 1
-    static let visitedBit: UInt8 = 1
 
     enum Field {
         static let magic = 0, kind = 2, flags = 3, state = 4, access = 5, keyLength = 6
@@ -75,20 +74,33 @@ struct RecordHeader: Equatable {
 
     /// Writes the header at `offset`; the key and value must already be in place after it when
     /// `dataChecksum` was computed from them.
+    /// The first 8 bytes as one little-endian word. They change only as a whole (atomically), so
+    /// that a reader's compare-and-swap of the access bit can never land in a record that has
+    /// taken the place of the one it read.
+    enum Word0 {
+        static let stateShift: UInt64 = 32
+        static let accessShift: UInt64 = 40
+        static let liveBit: UInt64 = 1 << 32
+        static let visitedBit: UInt64 = 1 << 40
+
+        static func compose(kind: RecordKind, flags: UInt8, keyLength: Int) -> UInt64 {
+            UInt64(RecordHeader.magic) | UInt64(kind.rawValue) << 16 | UInt64(flags) << 24 | UInt64(keyLength) << 48
+        }
+    }
+
+    /// Writes the header at `offset`; the key and value must already be in place after it when
+    /// `dataChecksum` was computed from them. The state byte becomes live last, with release
+    /// ordering: a reader that sees it live sees the whole record.
     func write(to file: MappedFile, at offset: Int, seed: UInt32) {
-        file.store(RecordHeader.magic, at: offset + Field.magic)
-        file.store(kind.rawValue, at: offset + Field.kind)
-        file.store(flags, at: offset + Field.flags)
-        file.store(UInt16(keyLength), at: offset + Field.keyLength)
+        file.storeRelease64(Word0.compose(kind: kind, flags: flags, keyLength: keyLength).littleEndian, at: offset)
         file.store(UInt32(storedLength), at: offset + Field.storedLength)
         file.store(UInt32(rawLength), at: offset + Field.rawLength)
         file.store(sequence, at: offset + Field.sequence)
         file.store(expiresAt, at: offset + Field.expiresAt)
         file.store(storedAt, at: offset + Field.storedAt)
         file.store(dataChecksum, at: offset + Field.dataChecksum)
-        file.storeRelaxed8(0, at: offset + Field.access)
         file.store(RecordHeader.headerChecksum(file, at: offset, seed: seed), at: offset + Field.headerChecksum)
-        file.storeRelaxed8(isLive ? 1 : 0, at: offset + Field.state)
+        if isLive { file.fetchOr64(Word0.liveBit.littleEndian, at: offset) }
     }
 
     /// Both checksums start from the file's random seed (meta page), so bytes that a user stores
@@ -101,17 +113,19 @@ struct RecordHeader: Equatable {
     /// Reads and checks the header at `offset`: magic, kind, header checksum, and that the record
     /// lies inside `[offset, limit)`. Returns nil for anything else, whatever the bytes are.
     static func read(from file: MappedFile, at offset: Int, limit: Int, seed: UInt32) -> RecordHeader? {
-        guard offset & (FileLayout.recordAlignment - 1) == 0, file.contains(offset, size), offset + size <= limit,
-              file.load(UInt16.self, at: offset + Field.magic) == magic,
-              let kind = RecordKind(rawValue: file.load(UInt8.self, at: offset + Field.kind)),
+        guard offset & (FileLayout.recordAlignment - 1) == 0, file.contains(offset, size), offset + size <= limit
+        else { return nil }
+        let word = UInt64(littleEndian: file.loadAcquire64(at: offset))
+        guard UInt16(truncatingIfNeeded: word) == magic,
+              let kind = RecordKind(rawValue: UInt8(truncatingIfNeeded: word >> 16)),
               kind != .padding,
               file.load(UInt32.self, at: offset + Field.headerChecksum) == headerChecksum(file, at: offset, seed: seed)
         else { return nil }
         let header = RecordHeader(
             kind: kind,
-            flags: file.load(UInt8.self, at: offset + Field.flags),
-            isLive: file.loadRelaxed8(at: offset + Field.state) == 1,
-            keyLength: Int(file.load(UInt16.self, at: offset + Field.keyLength)),
+            flags: UInt8(truncatingIfNeeded: word >> 24),
+            isLive: UInt8(truncatingIfNeeded: word >> Word0.stateShift) == 1,
+            keyLength: Int(word >> 48),
             storedLength: Int(file.load(UInt32.self, at: offset + Field.storedLength)),
             rawLength: Int(file.load(UInt32.self, at: offset + Field.rawLength)),
             sequence: file.load(UInt64.self, at: offset + Field.sequence),
@@ -150,12 +164,7 @@ struct RecordHeader: Equatable {
     }
 
     private static func writePaddingRecord(to file: MappedFile, at offset: Int, length: Int) {
-        file.store(magic, at: offset + Field.magic)
-        file.store(RecordKind.padding.rawValue, at: offset + Field.kind)
-        file.store(UInt8(0), at: offset + Field.flags)
-        file.storeRelaxed8(0, at: offset + Field.state)
-        file.store(UInt8(0), at: offset + Field.access)
-        file.store(UInt16(0), at: offset + Field.keyLength)
+        file.storeRelease64(Word0.compose(kind: .padding, flags: 0, keyLength: 0).littleEndian, at: offset)
         file.store(UInt32(length), at: offset + Field.paddingLength)
         file.store(~UInt32(length), at: offset + Field.paddingCheck)
     }
@@ -174,23 +183,26 @@ struct RecordHeader: Equatable {
 
     // MARK: - In-place state changes
 
+    /// Marks the record at `offset` dead. Must happen before its bytes may be reused: readers of
+    /// other processes check the state after copying a value.
     static func markDead(in file: MappedFile, at offset: Int) {
-        file.storeRelaxed8(0, at: offset + Field.state)
+        file.fetchAnd64((~(UInt64(0xFF) << Word0.stateShift)).littleEndian, at: offset)
     }
 
     static func wasVisited(in file: MappedFile, at offset: Int) -> Bool {
-        file.loadRelaxed8(at: offset + Field.access) & visitedBit != 0
+        UInt64(littleEndian: file.loadAcquire64(at: offset)) & Word0.visitedBit != 0
     }
 
-    /// Called by readers, without the writer lock: one relaxed byte store, skipped when set.
+    /// Called by readers, without the writer lock: sets the access bit with one compare-and-swap
+    /// of the first word, expecting it exactly as `header` describes it. If the record was
+    /// replaced in the meantime the swap fails and nothing is written.
     @inline(__always)
-    static func markVisited(in file: MappedFile, at offset: Int) {
-        if file.loadRelaxed8(at: offset + Field.access) & visitedBit == 0 {
-            file.storeRelaxed8(visitedBit, at: offset + Field.access)
-        }
+    static func markVisited(in file: MappedFile, at offset: Int, header: RecordHeader) {
+        let expected = Word0.compose(kind: header.kind, flags: header.flags, keyLength: header.keyLength) | Word0.liveBit
+        _ = file.compareExchange64(at: offset, expected: expected.littleEndian, desired: (expected | Word0.visitedBit).littleEndian)
     }
 
     static func clearVisited(in file: MappedFile, at offset: Int) {
-        file.storeRelaxed8(0, at: offset + Field.access)
+        file.fetchAnd64((~Word0.visitedBit).littleEndian, at: offset)
     }
 }

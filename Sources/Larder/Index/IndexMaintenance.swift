@@ -63,7 +63,10 @@ extension CacheStore {
     /// Removes the slot holding exactly `slot`. Returns whether there was one.
     func removeFromIndex(_ slot: UInt64) -> Bool {
         if let index = active.find(exactly: slot) {
+            // Shifting moves other keys back a slot: readers that miss meanwhile look again.
+            state.beginIndexChange()
             active.removeShifting(at: index)
+            state.endIndexChange()
             return true
         }
         if let table = draining, let index = table.find(exactly: slot) {
@@ -78,6 +81,7 @@ extension CacheStore {
         guard let old = draining else { return }
         var cursor = state.migrationCursor
         let end = min(old.slotCount, cursor + slots)
+        state.beginIndexChange()
         while cursor < end {
             let slot = old[cursor]
             if HashTable.isEntry(slot) {
@@ -86,6 +90,7 @@ extension CacheStore {
             }
             cursor += 1
         }
+        state.endIndexChange()
         state.migrationCursor = cursor
         if cursor == old.slotCount {
             let location = meta.drainingIndex

@@ -12,7 +12,12 @@ extension CacheStore {
             throw LarderError(.corrupt, "the ring is still inconsistent after recovery", path: path)
         }
         isRebuilding = true
-        defer { isRebuilding = false }
+        // Readers of other processes that miss while the index is rebuilt look again.
+        state.beginIndexChange()
+        defer {
+            state.endIndexChange()
+            isRebuilding = false
+        }
         let counters = state.isFormatted ? SharedState.Counter.allCases.map { state.counter($0) } : nil
         state.format()
         if let counters {

@@ -167,15 +167,34 @@ final class MappedFile {
         lrd_store_release_u64(base + offset, value)
     }
 
+    /// Compare-and-swap of an aligned 64-bit word; true when it held `expected`.
     @inline(__always)
-    func loadRelaxed8(at offset: Int) -> UInt8 {
-        precondition(contains(offset, 1), "read outside the file")
-        return lrd_load_relaxed_u8(base + offset)
+    func compareExchange64(at offset: Int, expected: UInt64, desired: UInt64) -> Bool {
+        precondition(contains(offset, 8) && offset & 7 == 0, "bad atomic access")
+        return lrd_cas_u64(base + offset, expected, desired) != 0
     }
 
     @inline(__always)
-    func storeRelaxed8(_ value: UInt8, at offset: Int) {
-        precondition(contains(offset, 1), "write outside the file")
-        lrd_store_relaxed_u8(base + offset, value)
+    func fetchAnd64(_ mask: UInt64, at offset: Int) {
+        precondition(contains(offset, 8) && offset & 7 == 0, "bad atomic access")
+        _ = lrd_fetch_and_u64(base + offset, mask)
+    }
+
+    @inline(__always)
+    func fetchOr64(_ bits: UInt64, at offset: Int) {
+        precondition(contains(offset, 8) && offset & 7 == 0, "bad atomic access")
+        _ = lrd_fetch_or_u64(base + offset, bits)
+    }
+
+    @inline(__always)
+    func loadSequentiallyConsistent64(at offset: Int) -> UInt64 {
+        precondition(contains(offset, 8) && offset & 7 == 0, "bad atomic access")
+        return lrd_load_seq_cst_u64(base + offset)
+    }
+
+    @inline(__always)
+    func storeSequentiallyConsistent64(_ value: UInt64, at offset: Int) {
+        precondition(contains(offset, 8) && offset & 7 == 0, "bad atomic access")
+        lrd_store_seq_cst_u64(base + offset, value)
     }
 }

@@ -1,0 +1,90 @@
+#if defined(__linux__)
+#define _GNU_SOURCE
+#endif
+#include "CLarderSupport.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Layout of the area: on Linux the pthread_mutex_t at offset 0; everywhere the "held" word at
+ * offset 120 (used only where there are no robust mutexes). */
+#define HELD_OFFSET 120
+
+#if defined(__linux__)
+_Static_assert(sizeof(pthread_mutex_t) <= HELD_OFFSET, "pthread_mutex_t must fit the lock area");
+
+int lrd_writer_lock_init(void *area) {
+    memset(area, 0, LRD_WRITER_LOCK_SIZE);
+    pthread_mutexattr_t attr;
+    int rc = pthread_mutexattr_init(&attr);
+    if (rc) return rc;
+    if ((rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED)) == 0 &&
+        (rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST)) == 0) {
+        rc = pthread_mutex_init((pthread_mutex_t *)area, &attr);
+    }
+    pthread_mutexattr_destroy(&attr);
+    return rc;
+}
+
+int lrd_writer_lock(void *area, int fd) {
+    (void)fd;
+    int rc = pthread_mutex_lock((pthread_mutex_t *)area);
+    if (rc == 0) return LRD_LOCK_ACQUIRED;
+    if (rc == EOWNERDEAD) return LRD_LOCK_OWNER_DIED;
+    return -rc;
+}
+
+void lrd_writer_lock_consistent(void *area) {
+    pthread_mutex_consistent((pthread_mutex_t *)area);
+}
+
+void lrd_writer_unlock(void *area, int fd) {
+    (void)fd;
+    pthread_mutex_unlock((pthread_mutex_t *)area);
+}
+#else
+static int lock_byte(int fd, short type) {
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = LRD_WRITER_LOCK_BYTE;
+    fl.l_len = 1;
+    for (;;) {
+        if (fcntl(fd, F_SETLKW, &fl) == 0) return 0;
+        if (errno != EINTR) return errno;
+    }
+}
+
+int lrd_writer_lock_init(void *area) {
+    memset(area, 0, LRD_WRITER_LOCK_SIZE);
+    return 0;
+}
+
+int lrd_writer_lock(void *area, int fd) {
+    int rc = lock_byte(fd, F_WRLCK);
+    if (rc) return -rc;
+    uint64_t *held = (uint64_t *)((char *)area + HELD_OFFSET);
+    /* Still set: its last holder died between lock and unlock. */
+    int died = __atomic_load_n(held, __ATOMIC_ACQUIRE) != 0;
+    __atomic_store_n(held, 1, __ATOMIC_RELEASE);
+    return died ? LRD_LOCK_OWNER_DIED : LRD_LOCK_ACQUIRED;
+}
+
+void lrd_writer_lock_consistent(void *area) { (void)area; }
+
+void lrd_writer_unlock(void *area, int fd) {
+    uint64_t *held = (uint64_t *)((char *)area + HELD_OFFSET);
+    __atomic_store_n(held, 0, __ATOMIC_RELEASE);
+    lock_byte(fd, F_UNLCK);
+}
+#endif
+
+int lrd_process_exists(int64_t pid) {
+    if (pid <= 0) return 0;
+    return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+}

@@ -1,0 +1,73 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+/// One open store per file (and mode) per process, shared by every `Cache` that names it.
+///
+/// A second `Cache` on a path this process already has open gets the same mapping, the same
+/// in-process lock and the same view of the file, instead of a second descriptor whose locks
+/// could exclude (Linux) or silently drop (Apple platforms, where record locks belong to the
+/// process) the first one's.
+final class OpenFileRegistry: @unchecked Sendable {
+    static let shared = OpenFileRegistry()
+
+    /// A store and the lock its `Cache`s share.
+    final class Entry {
+        let store: CacheStore
+        let lock = ReadWriteLock()
+        fileprivate var users = 1
+        fileprivate let key: Key
+
+        fileprivate init(store: CacheStore, key: Key) {
+            self.store = store
+            self.key = key
+        }
+    }
+
+    fileprivate struct Key: Hashable {
+        let device: UInt64
+        let inode: UInt64
+        let readOnly: Bool
+    }
+
+    private let lock = NSLock()
+    private var entries: [Key: Entry] = [:]
+
+    /// The open store for `path`, opening it when this process does not have it open yet.
+    func open(path: String, configuration: CacheStore.Configuration) throws(LarderError) -> Entry {
+        lock.lock()
+        defer { lock.unlock() }
+        if let key = Self.key(path: path, readOnly: configuration.readOnly), let entry = entries[key] {
+            entry.users += 1
+            return entry
+        }
+        let store = try CacheStore.open(path: path, configuration: configuration)
+        var info = stat()
+        fstat(store.file.descriptor.rawValue, &info)
+        let key = Key(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), readOnly: configuration.readOnly)
+        let entry = Entry(store: store, key: key)
+        entries[key] = entry
+        return entry
+    }
+
+    /// Gives a user's share back; the last one closes the store.
+    func release(_ entry: Entry) throws(LarderError) {
+        lock.lock()
+        defer { lock.unlock() }
+        entry.users -= 1
+        guard entry.users == 0 else { return }
+        entries[entry.key] = nil
+        try entry.lock.withWriteLock { () throws(LarderError) in try entry.store.close() }
+    }
+
+    private static func key(path: String, readOnly: Bool) -> Key? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Key(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), readOnly: readOnly)
+    }
+}
