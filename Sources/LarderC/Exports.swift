@@ -78,12 +78,8 @@ public func larderGet(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPoint
         guard let valueLength else { throw StatusError.invalid("value_len is NULL") }
         guard buffer != nil || bufferLength == 0 else { throw StatusError.invalid("buf is NULL with a length of \(bufferLength)") }
         let keyBytes = try Arguments.key(key, keyLength).get()
-        let length = try cache.withValue(forKey: keyBytes) { bytes -> Int in
-            if bytes.count <= bufferLength, bytes.count > 0 {
-                buffer!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-            }
-            return bytes.count
-        }
+        // Straight into the caller's buffer: no pin, no allocation.
+        let length = try cache.copyValue(forKey: keyBytes, into: UnsafeMutableRawBufferPointer(start: buffer, count: bufferLength))
         guard let length else { return Status.notFound }
         valueLength.pointee = length
         return length <= bufferLength ? Status.ok : Status.bufferTooSmall
@@ -98,19 +94,28 @@ public func larderGetAlloc(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRaw
         guard let value, let valueLength else { throw StatusError.invalid("value or value_len is NULL") }
         value.pointee = nil
         let keyBytes = try Arguments.key(key, keyLength).get()
-        let copy = try cache.withValue(forKey: keyBytes) { bytes -> (UnsafeMutableRawPointer?, Int) in
-            guard let memory = malloc(max(bytes.count, 1)) else { return (nil, bytes.count) }
-            if bytes.count > 0 { memory.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
-            return (memory, bytes.count)
+        // Ask for the length, allocate, copy; again if the value changed size in between.
+        var memory: UnsafeMutableRawPointer?
+        var capacity = 0
+        while true {
+            let target = UnsafeMutableRawBufferPointer(start: memory, count: capacity)
+            guard let length = try cache.copyValue(forKey: keyBytes, into: target) else {
+                free(memory)
+                return Status.notFound
+            }
+            if length <= capacity && memory != nil {
+                value.pointee = memory
+                valueLength.pointee = length
+                return Status.ok
+            }
+            free(memory)
+            capacity = length
+            memory = malloc(max(length, 1))
+            guard memory != nil else {
+                LastError.set("could not allocate \(length) bytes")
+                return LARDER_NO_MEMORY
+            }
         }
-        guard let copy else { return Status.notFound }
-        guard let memory = copy.0 else {
-            LastError.set("could not allocate \(copy.1) bytes")
-            return LARDER_NO_MEMORY
-        }
-        value.pointee = memory
-        valueLength.pointee = copy.1
-        return Status.ok
     }
 }
 
