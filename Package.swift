@@ -8,6 +8,11 @@ let package = Package(
         // The C API (include/larder.h) as a shared library: libLarderC.so / libLarderC.dylib,
         // installed as liblarder by `make -C Examples/c install`.
         .library(name: "LarderC", type: .dynamic, targets: ["LarderC"]),
+        // The command-line tool: `larder info|dump|get|put|delete|clear|verify|recover|compact FILE`.
+        .executable(name: "larder", targets: ["LarderTool"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         // Small C helpers the Swift core needs and Swift cannot spell portably:
@@ -43,6 +48,17 @@ let package = Package(
         .testTarget(
             name: "LarderTests",
             dependencies: ["Larder", "CLarderSupport"]
+        ),
+        // `larder` reads files through Larder's inspection SPI (Sources/Larder/Inspection) and
+        // writes them through the public `Cache` API.
+        .executableTarget(
+            name: "LarderTool",
+            dependencies: ["Larder", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        // Runs the built `larder` binary and compares its stdout and exit status exactly.
+        .testTarget(
+            name: "LarderToolTests",
+            dependencies: ["Larder"]
         ),
     ]
 )

@@ -1,0 +1,144 @@
+import Foundation
+
+/// What a salvage kept and what it left behind.
+@_spi(Inspection) public struct SalvageReport: Sendable {
+    public struct Dropped: Sendable {
+        /// Where the record was, when that is known.
+        public let offset: Int?
+        public let key: [UInt8]?
+        /// The key was read from a header that no longer checks out.
+        public let keyIsProbable: Bool
+        public let reason: String
+    }
+
+    /// The file written.
+    public let outputPath: String
+    /// Entries written to it, oldest first.
+    public let kept: [EntryRecord]
+    /// Damaged entries, unreadable records and entries that could not be written.
+    public let dropped: [Dropped]
+    /// Entries left out because their time was up.
+    public let expired: Int
+    /// Bytes of the source file and of the file written.
+    public let sourceBytes: Int
+    public let outputBytes: Int
+}
+
+extension FileInspector {
+    /// Copies every entry that checks out into a new cache file at `outputPath`, through the
+    /// public `Cache` API, and reports what it could not copy.
+    ///
+    /// An entry is kept when its header and data checksums hold, a compressed value decodes, it
+    /// is current (live, not cleared) and not expired, and no newer version of its key that
+    /// checks out exists; the choice is the one recovery makes (docs/FORMAT.md 7.4), but it
+    /// changes nothing in this file. Entries go in oldest first, so the new file's recency
+    /// order is the old one's; each keeps its expiry time and its compression. Access bits and
+    /// statistics counters start afresh.
+    ///
+    /// The new file has this file's capacity and page size. It is written under a temporary
+    /// name beside `outputPath` and renamed to it when complete, so `outputPath` is either the
+    /// old file or the whole new one, never half of it.
+    public func salvage(into outputPath: String, permissions: UInt16 = 0o600,
+                        progress: ((Int, Int) -> Void)? = nil) throws(LarderError) -> SalvageReport {
+        let walk = walk(decodeValues: true, progress: progress)
+        var newest: [[UInt8]: EntryRecord] = [:]
+        var dropped: [SalvageReport.Dropped] = []
+        var damagedRegions = Set<Int>()
+        for region in walk.regions {
+            switch region.kind {
+            case .entry(let entry) where entry.isCurrent:
+                if let damage = entry.damage {
+                    dropped.append(.init(offset: entry.offset, key: entry.key, keyIsProbable: false, reason: damage))
+                } else if newest[entry.key].map({ $0.sequence < entry.sequence }) ?? true {
+                    newest[entry.key] = entry
+                }
+            case .damaged(let probableKey):
+                damagedRegions.insert(region.offset)
+                dropped.append(.init(offset: region.offset, key: probableKey, keyIsProbable: probableKey != nil,
+                                     reason: "unreadable record (\(region.size) bytes)"))
+            default:
+                break
+            }
+        }
+        // The index still names entries whose records are gone (a truncated file, a header that
+        // no longer checks out outside the walked span): lost, key unknown.
+        for finding in walk.indexFindings where finding.problem == .noEntry && !damagedRegions.contains(finding.offset) {
+            dropped.append(.init(offset: finding.offset, key: nil, keyIsProbable: false,
+                                 reason: "named by the \(finding.table) index, but no entry that checks out is there"))
+        }
+
+        let temporary = outputPath + ".larder-tmp-\(getpid())"
+        unlink(temporary)
+        var kept: [EntryRecord] = []
+        var expired = 0
+        do throws(LarderError) {
+            let cache = try Cache(path: temporary, options: .init(
+                capacity: .bytes(meta.capacity), pageSize: meta.pageSize, permissions: permissions,
+                compressionThreshold: 0))
+            let now = SystemCall.nowMilliseconds()
+            for entry in newest.values.sorted(by: { $0.sequence < $1.sequence }) {
+                if entry.isExpired(now: now) {
+                    expired += 1
+                    continue
+                }
+                guard let value = value(of: entry) else {
+                    dropped.append(.init(offset: entry.offset, key: entry.key, keyIsProbable: false,
+                                         reason: "changed while being read"))
+                    continue
+                }
+                do throws(LarderError) {
+                    try cache.set(value, forKey: entry.key, expiry: FileInspector.expiry(entry.expiresAt),
+                                  compression: entry.isCompressed ? .lz4 : Compression.none)
+                    kept.append(entry)
+                } catch {
+                    dropped.append(.init(offset: entry.offset, key: entry.key, keyIsProbable: false,
+                                         reason: "not written: \(error.message)"))
+                }
+            }
+            try cache.close()
+            guard rename(temporary, outputPath) == 0 else {
+                throw SystemCall.error("rename to \(outputPath)", errno: errno)
+            }
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        let written = (try? FileManager.default.attributesOfItem(atPath: outputPath)[.size] as? Int) ?? 0
+        dropped.sort { ($0.offset ?? 0) < ($1.offset ?? 0) }
+        return SalvageReport(outputPath: outputPath, kept: kept, dropped: dropped, expired: expired,
+                             sourceBytes: diskSize, outputBytes: written)
+    }
+
+    /// The same instant as `milliseconds` (since the epoch) as an `Expiry`. `Expiry.date`
+    /// rounds up to whole milliseconds, so half a millisecond less lands exactly on it.
+    static func expiry(_ milliseconds: UInt64) -> Expiry {
+        milliseconds == 0 ? .never : .date(Date(timeIntervalSince1970: (Double(milliseconds) - 0.5) / 1000))
+    }
+
+    /// Rebuilds the cache at `path` in place: salvages it into a new file beside it and renames
+    /// that over it. Takes the cache's locks first (docs/FORMAT.md 7.1), so it refuses with
+    /// `.busy` while any process has the file open, and no process can open it until it is done.
+    ///
+    /// A process that opened the old file just before the rename and waits for the locks ends
+    /// up with the old file, now unlinked: its writes are lost. Compact a cache nothing uses.
+    public static func compact(path: String, progress: ((Int, Int) -> Void)? = nil) throws(LarderError) -> SalvageReport {
+        let descriptor = try FileDescriptor.open(path, create: false, readOnly: false, permissions: 0)
+        defer { descriptor.close() }
+        try descriptor.lock(byte: CacheStore.LockByte.transition, .exclusive, wait: true)
+        guard try descriptor.lock(byte: CacheStore.LockByte.writers, .exclusive, wait: false) else {
+            throw LarderError(.busy, "the cache is open in another process", path: path)
+        }
+        defer {
+            _ = try? descriptor.lock(byte: CacheStore.LockByte.writers, .unlock, wait: false)
+            _ = try? descriptor.lock(byte: CacheStore.LockByte.transition, .unlock, wait: false)
+        }
+        let permissions = (try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+            .flatMap { $0 }.map { UInt16(truncatingIfNeeded: $0 & 0o7777) } ?? 0o600
+        // On Apple platforms locks belong to the process and closing any descriptor of the file
+        // drops them, so the inspector's descriptor stays open until the rename is done.
+        let inspector = try FileInspector(path: path)
+        return try withExtendedLifetime(inspector) { () throws(LarderError) in
+            try inspector.salvage(into: path, permissions: permissions, progress: progress)
+        }
+    }
+}

@@ -1,0 +1,23 @@
+import ArgumentParser
+import Larder
+
+extension LarderCommand {
+    /// `larder clear FILE`: removes every entry through the `Cache` API.
+    struct Clear: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove every entry.",
+            discussion: "Takes time independent of the number of entries. Fails with \"busy\" while another process has the file open.")
+
+        @OptionGroup var cacheFile: CacheFileArgument
+
+        func run() throws {
+            try reportingErrors {
+                let cache = try openExisting(cacheFile.file)
+                let count = cache.count
+                try cache.removeAll()
+                try cache.close()
+                Output.print("removed \(count) \(count == 1 ? "entry" : "entries")")
+            }
+        }
+    }
+}

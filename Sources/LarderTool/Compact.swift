@@ -1,0 +1,25 @@
+import ArgumentParser
+@_spi(Inspection) import Larder
+
+extension LarderCommand {
+    /// `larder compact FILE`: rebuilds the file in place, atomically.
+    struct Compact: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Rebuild a cache file in place, keeping every entry that checks out.",
+            discussion: """
+                Writes a fresh file beside FILE as `recover` does and renames it over FILE, so \
+                FILE is always either the old file or the whole new one. Dead records, padding \
+                and expired entries are gone afterwards. Refuses with "busy" (exit 2) while any \
+                process has the file open, and holds the file's locks until done.
+                """)
+
+        @OptionGroup var cacheFile: CacheFileArgument
+
+        func run() throws {
+            try reportingErrors {
+                let report = try FileInspector.compact(path: cacheFile.file)
+                Output.write(Array(SalvageText.render(report, verb: "compacted").utf8))
+            }
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import ArgumentParser
+import Foundation
+import Larder
+
+extension LarderCommand {
+    /// `larder delete FILE KEY`: removes one entry through the `Cache` API.
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove the value for a key.",
+            discussion: "Exits with 1 when there was no value for the key. Fails with \"busy\" while another process has the file open.")
+
+        @OptionGroup var cacheFile: CacheFileArgument
+        @OptionGroup var key: KeyArgument
+
+        func run() throws {
+            let keyBytes = try key.bytes()
+            try reportingErrors {
+                let cache = try openExisting(cacheFile.file)
+                let removed = try cache.removeValue(forKey: keyBytes)
+                try cache.close()
+                if !removed {
+                    Output.error("no value for key \(KeyText.display(keyBytes))")
+                    throw ExitStatus.notFoundOrDamaged
+                }
+            }
+        }
+    }
+}
+
+/// Opens an existing cache read-write: unlike `Cache(path:)`, never creates a file.
+func openExisting(_ path: String) throws -> Cache {
+    guard FileManager.default.fileExists(atPath: path) else {
+        throw LarderError(.invalidArgument, "no such file", path: path)
+    }
+    return try Cache(path: path)
+}

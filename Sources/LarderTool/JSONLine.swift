@@ -1,0 +1,43 @@
+/// One JSON object on one line, its members in the order they were added: the stable form of
+/// `larder dump --json` (docs/CLI.md). Written by hand so the order never depends on a
+/// serializer's choices.
+struct JSONLine {
+    private var members: [String] = []
+
+    mutating func add(_ name: String, _ value: String?) {
+        members.append(JSONLine.quote(name) + ":" + (value.map(JSONLine.quote) ?? "null"))
+    }
+
+    mutating func add(_ name: String, _ value: Int) {
+        members.append(JSONLine.quote(name) + ":" + String(value))
+    }
+
+    mutating func add(_ name: String, _ value: UInt64?) {
+        members.append(JSONLine.quote(name) + ":" + (value.map { String($0) } ?? "null"))
+    }
+
+    mutating func add(_ name: String, _ value: Bool) {
+        members.append(JSONLine.quote(name) + ":" + (value ? "true" : "false"))
+    }
+
+    var text: String { "{" + members.joined(separator: ",") + "}" }
+
+    /// A JSON string literal (RFC 8259): quotes, backslashes and control characters escaped.
+    static func quote(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}

@@ -1,0 +1,52 @@
+import ArgumentParser
+@_spi(Inspection) import Larder
+
+/// `larder`: look into, query and repair Larder cache files, the way `sqlite3` and
+/// `mdb_stat`/`mdb_dump` do for their databases.
+///
+/// Reading commands (`info`, `dump`, `get`, `verify`) use Larder's inspection view: they take no
+/// lock and change nothing, so they work on a file another process has open, and on a damaged
+/// one. Writing commands (`put`, `delete`, `clear`) go through the public `Cache` API and
+/// therefore wait for no one: they fail with "busy" while another process has the file open.
+/// `recover` and `compact` read through the inspection view and write a fresh file through `Cache`.
+@main
+struct LarderCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "larder",
+        abstract: "Inspect, query and repair Larder cache files.",
+        discussion: """
+            Exit status: 0 on success; 1 when a key is not there (get, delete) or verify \
+            found damage; 2 when the file cannot be used (missing, not a cache, busy, I/O); \
+            64 for a usage error. See docs/CLI.md.
+            """,
+        version: "\(Cache.versionString)",
+        subcommands: [Info.self, Dump.self, Get.self, Put.self, Delete.self, Clear.self,
+                      Verify.self, Recover.self, Compact.self]
+    )
+}
+
+/// The cache file every command takes first.
+struct CacheFileArgument: ParsableArguments {
+    @Argument(help: ArgumentHelp("The cache file.", valueName: "file"))
+    var file: String
+}
+
+/// How a key is spelled on the command line.
+struct KeyArgument: ParsableArguments {
+    @Argument(help: ArgumentHelp("The key: its UTF-8 bytes, or hexadecimal with --hex-key.", valueName: "key"))
+    var key: String
+
+    @Flag(name: .customLong("hex-key"), help: "Read KEY as hexadecimal bytes (for binary keys).")
+    var hexKey = false
+
+    /// The key's bytes; a usage error when they are not a possible key.
+    func bytes() throws -> [UInt8] {
+        guard let bytes = KeyText.parse(key, hex: hexKey) else {
+            throw ValidationError("'\(key)' is not hexadecimal (two digits a byte)")
+        }
+        guard !bytes.isEmpty, bytes.count <= Cache.maximumKeyLength else {
+            throw ValidationError("a key has 1 to \(Cache.maximumKeyLength) bytes, not \(bytes.count)")
+        }
+        return bytes
+    }
+}

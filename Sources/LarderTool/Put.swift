@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+import Larder
+
+extension LarderCommand {
+    /// `larder put FILE KEY [PATH|-]`: stores a value through the `Cache` API.
+    struct Put: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Store a value for a key, read from a file or from stdin.",
+            discussion: """
+                Creates the cache file when it does not exist (64 MiB, or --capacity). Fails \
+                with "busy" while another process has the file open.
+                """)
+
+        @OptionGroup var cacheFile: CacheFileArgument
+        @OptionGroup var key: KeyArgument
+
+        @Argument(help: ArgumentHelp("Where to read the value: a file, or - (the default) for stdin.", valueName: "path"))
+        var source: String = "-"
+
+        @Option(help: ArgumentHelp("Expire the value this many seconds from now.", valueName: "seconds"))
+        var ttl: Double?
+
+        @Flag(help: "Store the value LZ4-compressed (when that saves space).")
+        var lz4 = false
+
+        @Option(help: ArgumentHelp("Capacity of a new file: bytes, or with K, M, G (binary units).", valueName: "size"))
+        var capacity: String?
+
+        func validate() throws {
+            if let ttl, !(ttl > 0) { throw ValidationError("--ttl must be a positive number of seconds") }
+            if let capacity, ByteFormat.parseSize(capacity) == nil {
+                throw ValidationError("--capacity '\(capacity)' is not a size (e.g. 262144, 256K, 64M)")
+            }
+        }
+
+        func run() throws {
+            let keyBytes = try key.bytes()
+            let value: Data
+            do {
+                value = source == "-" ? FileHandle.standardInput.readDataToEndOfFile()
+                                      : try Data(contentsOf: URL(fileURLWithPath: source))
+            } catch {
+                Output.error("\(source): cannot read the value (\(error.localizedDescription))")
+                throw ExitStatus.failed
+            }
+            try reportingErrors {
+                let options = Cache.Options(capacity: capacity.flatMap(ByteFormat.parseSize).map { .bytes($0) },
+                                            compressionThreshold: 0)
+                let cache = try Cache(path: cacheFile.file, options: options)
+                try cache.set(value, forKey: keyBytes, expiry: ttl.map { .seconds($0) }, compression: lz4 ? .lz4 : Compression.none)
+                try cache.close()
+            }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Larder
+import Testing
+
+/// `put`, `delete` and `clear`: writes through the public `Cache` API.
+@Suite("Writing commands")
+struct WritingCommandTests {
+    @Test func putFromAFileAndFromStdin() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let source = directory.path("value.bin")
+        let bytes = Data((0..<1000).map { UInt8(truncatingIfNeeded: $0 * 7) })
+        try bytes.write(to: URL(fileURLWithPath: source))
+        try Larder.expect(["put", "--capacity", "1M", path, "file", source], stdout: "")
+        try Larder.expect(["put", path, "stdin", "-"], input: Data("from stdin".utf8), stdout: "")
+        try Larder.expect(["put", path, "implicit"], input: Data("also stdin".utf8), stdout: "")
+        #expect(try Larder.expect(["get", path, "file"]).stdoutData == bytes)
+        try Larder.expect(["get", path, "stdin"], stdout: "from stdin")
+        try Larder.expect(["get", path, "implicit"], stdout: "also stdin")
+        #expect(try Larder.expect(["info", path]).stdout.contains("capacity      1 MiB\n"))
+        // Through the library too: the tool wrote an ordinary cache file.
+        let cache = try Cache(path: path)
+        #expect(try cache.data(forKey: "file") == bytes)
+        #expect(cache.capacity == 1 << 20)
+    }
+
+    @Test func putWithTTLAndCompression() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Larder.expect(["put", "--ttl", "3600", "--lz4", path, "k"], input: Data(repeating: 120, count: 4000))
+        let line = try Larder.expect(["dump", "--json", path]).stdout
+        let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+        #expect(object["compressed"] as? Bool == true)
+        #expect(object["size"] as? Int == 4000)
+        let ttl = (object["expires_at"] as! Int) - (object["stored_at"] as! Int)
+        #expect(ttl >= 3_599_000 && ttl <= 3_601_000)
+        #expect(try Larder.expect(["dump", path]).stdout.contains("  yes  in 1h    no\n"))
+        #expect(try Larder.expect(["get", path, "k"]).stdoutData == Data(repeating: 120, count: 4000))
+        try Larder.expect(["put", "--ttl", "0", path, "k"], status: 64)
+        try Larder.expect(["put", "--capacity", "lots", path, "k"], status: 64)
+    }
+
+    @Test func putWithABinaryKey() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Larder.expect(["put", "--hex-key", path, "00ff0a"], input: Data("bin".utf8))
+        try Larder.expect(["dump", "--json", path]).stdout.contains(#""key":null,"key_hex":"00ff0a""#)
+        try Larder.expect(["get", "--hex-key", path, "00FF0A"], stdout: "bin")
+        let cache = try Cache(path: path)
+        #expect(try cache.data(forKey: [0x00, 0xFF, 0x0A]) == Data("bin".utf8))
+    }
+
+    @Test func deleteAndClear() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Fixture.numbered(path, count: 3)
+        try Larder.expect(["delete", path, "k1"], stdout: "")
+        let again = try Larder.expect(["delete", path, "k1"], status: 1, stdout: "")
+        #expect(again.stderr == "larder: no value for key k1\n")
+        try Larder.expect(["get", path, "k1"], status: 1)
+        try Larder.expect(["dump", path], stdout: """
+            RANK  KEY  SIZE  STORED  LZ4  EXPIRES  READ
+               1  k2   40 B    40 B  no   never    no
+               2  k0   40 B    40 B  no   never    no
+            2 entries, 80 B (80 B stored)
+
+            """)
+        try Larder.expect(["clear", path], stdout: "removed 2 entries\n")
+        try Larder.expect(["dump", path], stdout: "0 entries, 0 B (0 B stored)\n")
+        let missing = try Larder.expect(["clear", directory.path("none.larder")], status: 2)
+        #expect(missing.stderr == "larder: \(directory.path("none.larder")): no such file (invalid argument)\n")
+        #expect(!FileManager.default.fileExists(atPath: directory.path("none.larder")))
+    }
+
+    /// Several processes may write one file (issue 5): the tool is one more of them. Only
+    /// `compact`, which replaces the file, must have it to itself.
+    @Test func writesWhileAnotherProcessHasTheFileOpen() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Fixture.numbered(path, count: 2)
+        let cache = try Cache(path: path)
+        try Larder.expect(["put", path, "tool"], input: Data("from the tool".utf8))
+        #expect(try cache.data(forKey: "tool") == Data("from the tool".utf8))
+        try Larder.expect(["delete", path, "k0"])
+        #expect(try cache.data(forKey: "k0") == nil)
+        let busy = try Larder.expect(["compact", path], status: 2, stdout: "")
+        #expect(busy.stderr == "larder: \(path): the cache is open in another process (busy)\n")
+        try cache.set(Data("after".utf8), forKey: "k1")
+        try cache.close()
+        try Larder.expect(["get", path, "k1"], stdout: "after")
+        #expect(try Larder.expect(["compact", path]).stdout.hasPrefix("compacted 2 entries into \(path) "))
+        try Larder.expect(["get", path, "tool"], stdout: "from the tool")
+    }
+}
