@@ -16,12 +16,19 @@ struct RepairCommandTests {
             """)
     }
 
-    @Test func aDamagedValueIsNamed() throws {
+    /// A fresh `Fixture.numbered` file with `change` applied at the offset of `k3`'s record.
+    private func numberedFile(damagingK3 change: (inout [UInt8], Int) -> Void) throws -> (TemporaryDirectory, String, Int) {
         let directory = TemporaryDirectory()
         let path = directory.path()
         try Fixture.numbered(path)
         let offset = try Fixture.offset(of: "k3", in: path)
-        try patch(path) { $0[offset + 48 + 2 + 10] ^= 0x55 }
+        try patch(path) { change(&$0, offset) }
+        return (directory, path, offset)
+    }
+
+    @Test func aDamagedValueIsNamed() throws {
+        let (directory, path, offset) = try numberedFile { bytes, offset in bytes[offset + 48 + 2 + 10] ^= 0x55 }
+        defer { withExtendedLifetime(directory) {} }
         try Larder.expect(["verify", path], status: 1, stdout: """
             \(path): damaged, 1 problem
             OFFSET  PAGE  KEY  PROBLEM
@@ -35,11 +42,9 @@ struct RepairCommandTests {
     }
 
     @Test func aDamagedHeaderIsNamed() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.path()
-        try Fixture.numbered(path)
-        let offset = try Fixture.offset(of: "k3", in: path)
-        try patch(path) { $0[offset + 10] ^= 0x01 }  // stored length: the header checksum fails
+        // The stored length changes: the header checksum fails.
+        let (directory, path, offset) = try numberedFile { bytes, offset in bytes[offset + 10] ^= 0x01 }
+        defer { withExtendedLifetime(directory) {} }
         try Larder.expect(["verify", path], status: 1, stdout: """
             \(path): damaged, 2 problems
             OFFSET  PAGE  KEY            PROBLEM
@@ -51,11 +56,8 @@ struct RepairCommandTests {
     }
 
     @Test func aTruncatedFileIsNamed() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.path()
-        try Fixture.numbered(path)
-        let offset = try Fixture.offset(of: "k3", in: path)
-        try patch(path) { $0.removeSubrange((offset + 50)...) }
+        let (directory, path, offset) = try numberedFile { bytes, offset in bytes.removeSubrange((offset + 50)...) }
+        defer { withExtendedLifetime(directory) {} }
         try Larder.expect(["verify", path], status: 1, stdout: """
             \(path): damaged, 3 problems
             OFFSET  PAGE  KEY  PROBLEM

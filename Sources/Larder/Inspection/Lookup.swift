@@ -31,12 +31,8 @@ extension FileInspector {
             guard let (offset, header) = found else { continue }
             let intact = header.dataIsIntact(in: file, at: offset, seed: seed)
             let value = intact ? decodedValue(at: offset, header: header) : nil
-            var entry = EntryRecord(
-                offset: offset, recordSize: header.totalSize, key: key, rawLength: header.rawLength,
-                storedLength: header.storedLength, isCompressed: header.isCompressed, sequence: header.sequence,
-                expiresAt: header.expiresAt, storedAt: header.storedAt, isLive: true, isCurrent: true,
-                wasRead: RecordHeader.wasVisited(in: file, at: offset),
-                damage: !intact ? "data checksum mismatch" : value == nil ? "compressed value does not decode" : nil)
+            var entry = entryRecord(header, at: offset, damage: !intact ? "data checksum mismatch"
+                                    : value == nil ? "compressed value does not decode" : nil)
             entry.isIndexed = true
             if header.isExpired(now: SystemCall.nowMilliseconds()) { return .expired(entry) }
             guard let value else { return .damaged(entry) }

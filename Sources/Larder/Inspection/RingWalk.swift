@@ -210,6 +210,17 @@ extension FileInspector {
         return ranked
     }
 
+    /// The description of the entry whose valid header `header` is at `offset`.
+    func entryRecord(_ header: RecordHeader, at offset: Int, damage: String?) -> EntryRecord {
+        EntryRecord(
+            offset: offset, recordSize: header.totalSize,
+            key: Array(file.bytes(at: offset + RecordHeader.size, count: header.keyLength)),
+            rawLength: header.rawLength, storedLength: header.storedLength, isCompressed: header.isCompressed,
+            sequence: header.sequence, expiresAt: header.expiresAt, storedAt: header.storedAt,
+            isLive: header.isLive, isCurrent: header.isLive && header.sequence >= meta.firstValidSequence,
+            wasRead: RecordHeader.wasVisited(in: file, at: offset), damage: damage)
+    }
+
     /// The value of `entry` as callers see it (decompressed), or nil when it does not check out.
     public func value(of entry: EntryRecord) -> [UInt8]? {
         guard let header = RecordHeader.read(from: file, at: entry.offset, limit: ringEnd, seed: seed),
@@ -319,13 +330,7 @@ private struct RingScanner {
                     && inspector.decodedValue(at: offset, header: header) == nil {
             damage = "compressed value does not decode to \(header.rawLength) bytes"
         }
-        return .entry(EntryRecord(
-            offset: offset, recordSize: header.totalSize,
-            key: Array(file.bytes(at: offset + RecordHeader.size, count: header.keyLength)),
-            rawLength: header.rawLength, storedLength: header.storedLength, isCompressed: header.isCompressed,
-            sequence: header.sequence, expiresAt: header.expiresAt, storedAt: header.storedAt,
-            isLive: header.isLive, isCurrent: current, wasRead: RecordHeader.wasVisited(in: file, at: offset),
-            damage: damage))
+        return .entry(inspector.entryRecord(header, at: offset, damage: damage))
     }
 
     /// The key of an entry whose header no longer checks out, when magic, kind and key length
