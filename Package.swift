@@ -45,6 +45,12 @@ let package = Package(
             dependencies: ["Larder"],
             path: "Tests/Interop"
         ),
+        // A participant of the multi-process stress test (Tests/C/stress.sh).
+        .executableTarget(
+            name: "larder-stress",
+            dependencies: ["Larder"],
+            path: "Tests/Stress"
+        ),
         .testTarget(
             name: "LarderTests",
             dependencies: ["Larder", "CLarderSupport"]

@@ -60,7 +60,7 @@ public final class Cache: @unchecked Sendable {
     public let options: Options
 
     /// The open file, shared with every other `Cache` of this process on the same path.
-    private let entry: OpenFileRegistry.Entry
+    let entry: OpenFileRegistry.Entry
     private var lock: ReadWriteLock { entry.lock }
     /// This handle's engine, or the stand-in that answers `.closed` once this handle is closed.
     private var store: CacheStore { entry.store }
@@ -248,13 +248,13 @@ public final class Cache: @unchecked Sendable {
     // MARK: - Size and statistics
 
     /// Number of live entries (expired ones count until they are reclaimed).
-    public var count: Int { lock.withReadLock { isClosed ? 0 : store.state.entryCount } }
+    public var count: Int { inspect(orElse: 0) { $0.state.entryCount } }
 
     /// Bytes of live values as callers see them.
-    public var totalBytes: Int { lock.withReadLock { isClosed ? 0 : store.state.liveRawBytes } }
+    public var totalBytes: Int { inspect(orElse: 0) { $0.state.liveRawBytes } }
 
     /// Size of the cache file in bytes; never more than `capacity`.
-    public var fileBytes: Int { lock.withReadLock { isClosed ? 0 : store.ringEnd } }
+    public var fileBytes: Int { inspect(orElse: 0) { $0.ringEnd } }
 
     /// The most bytes the file may take.
     public var capacity: Int { lock.withReadLock { store.capacity } }
@@ -263,18 +263,24 @@ public final class Cache: @unchecked Sendable {
     ///
     /// The corresponding C function is `larder_stats`.
     public var stats: CacheStatistics {
-        lock.withReadLock {
-            let state = store.state
-            let open = !isClosed
-            return CacheStatistics(
-                entryCount: open ? state.entryCount : 0, liveBytes: open ? state.liveRawBytes : 0,
-                storedBytes: open ? state.liveStoredBytes : 0, recordBytes: open ? state.liveRecordBytes : 0,
-                fileBytes: open ? store.ringEnd : 0, capacity: store.capacity,
+        let sizes = inspect(orElse: (0, 0, 0, 0, 0)) { store in
+            (store.state.entryCount, store.state.liveRawBytes, store.state.liveStoredBytes,
+             store.state.liveRecordBytes, store.ringEnd)
+        }
+        return lock.withReadLock {
+            CacheStatistics(
+                entryCount: sizes.0, liveBytes: sizes.1, storedBytes: sizes.2, recordBytes: sizes.3,
+                fileBytes: sizes.4, capacity: store.capacity,
                 hits: store.counter(.hits), misses: store.counter(.misses), inserts: store.counter(.inserts),
                 updates: store.counter(.updates), removals: store.counter(.removals),
                 evictions: store.counter(.evictions), expirations: store.counter(.expirations),
                 relocations: store.counter(.relocations), recoveries: store.counter(.recoveries))
         }
+    }
+
+    /// Reads sizes from an up-to-date view, or answers `fallback` for a closed cache.
+    private func inspect<T>(orElse fallback: T, _ body: (CacheStore) -> T) -> T {
+        (try? read { () throws(LarderError) in body(store) }) ?? fallback
     }
 
     /// Whether opening this cache found it not closed cleanly and rebuilt it.

@@ -1,0 +1,166 @@
+import Foundation
+import Testing
+@testable import Larder
+
+/// Several processes on one file. The other processes are children of the test run (exit tests).
+@Suite("Processes")
+struct MultiProcessTests {
+    @Test func aWriterThatDiesHoldingTheLockIsRepairedByTheNext() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(path: path, options: .init(capacity: .megabytes(2)))
+        for key in 0..<300 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+
+        await #expect(processExitsWith: .signal(SIGKILL)) { [path = path as String] in
+            let child = try Cache(path: path)
+            let store = child.entry.store
+            try store.withWriterLock { () throws(LarderError) in
+                // Die in the middle of a change: the shared state is left inconsistent.
+                store.state.head = store.ringStart + 16
+                store.state.entryCount = 12_345
+                store.state.spanBytes = 7
+                kill(getpid(), SIGKILL)
+            }
+        }
+
+        // The next write takes the lock over, rebuilds, and goes on.
+        try cache.set(VersionedValue.make(key: 1000, version: 1), forKey: "k1000")
+        #expect(cache.stats.recoveries == 1)
+        #expect(cache.count == 301)
+        for key in [0, 150, 299, 1000] {
+            #expect(try cache.bytes(forKey: "k\(key)").flatMap { VersionedValue.check($0, key: key) } == 1)
+        }
+        for key in 0..<3000 { try cache.set(VersionedValue.make(key: key, version: 2), forKey: "k\(key)") }
+        #expect(try cache.bytes(forKey: "k2999").flatMap { VersionedValue.check($0, key: 2999) } == 2)
+    }
+
+    @Test func writesOfAnotherProcessAreSeenWithoutReopening() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(path: path, options: .init(capacity: .megabytes(32)))
+        try cache.set([1], forKey: "before")
+        let fileBefore = cache.fileBytes
+
+        // The child grows the file and the index several times over.
+        await #expect(processExitsWith: .success) { [path = path as String] in
+            let child = try Cache(path: path)
+            for key in 0..<20_000 { try child.set(VersionedValue.make(key: key, version: 7), forKey: "k\(key)") }
+            try child.close()
+        }
+
+        #expect(cache.fileBytes > fileBefore)
+        #expect(cache.count == 20_001)
+        for key in stride(from: 0, to: 20_000, by: 7) {
+            #expect(try cache.bytes(forKey: "k\(key)").flatMap { VersionedValue.check($0, key: key) } == 7)
+        }
+        #expect(try cache.bytes(forKey: "before") == [1])
+        try cache.set([2], forKey: "after")
+        try cache.close()
+        #expect(try !Cache(path: path).wasRecovered)
+    }
+
+    @Test func twoProcessesWriteAndReadAtOnce() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        _ = try Cache(path: path, options: .init(capacity: .megabytes(2)))
+        async let first = #expect(processExitsWith: .success) { [path = path as String] in
+            try Self.writeAndCheck(path: path, seed: 1)
+        }
+        async let second = #expect(processExitsWith: .success) { [path = path as String] in
+            try Self.writeAndCheck(path: path, seed: 2)
+        }
+        _ = await (first, second)
+        let cache = try Cache(path: path)
+        #expect(!cache.wasRecovered)
+        for key in 0..<500 {
+            if let value = try cache.bytes(forKey: "k\(key)") { #expect(VersionedValue.check(value, key: key) != nil) }
+        }
+    }
+
+    /// Writes and reads for a while; exits with failure at the first value that does not check out.
+    static func writeAndCheck(path: String, seed: UInt64) throws {
+        let cache = try Cache(path: path)
+        var generator = SplitMix(seed: seed)
+        for step in 0..<20_000 {
+            let key = Int(generator.next() % 500)
+            if generator.next() % 2 == 0 {
+                try cache.set(VersionedValue.make(key: key, version: Int(seed) * 100_000 + step), forKey: "k\(key)")
+            } else if let value = try cache.bytes(forKey: "k\(key)"), VersionedValue.check(value, key: key) == nil {
+                exit(3)
+            }
+        }
+        try cache.close()
+    }
+
+    @Test func killedAtRandomMomentsTheFileAlwaysReopensWithValidValues() async throws {
+        let rounds = ProcessInfo.processInfo.environment["LARDER_KILL_ROUNDS"].flatMap(Int.init) ?? 40
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        for round in 0..<rounds {
+            await #expect(processExitsWith: .signal(SIGKILL)) { [path = path as String, round = round as Int] in
+                let cache = try Cache(path: path, options: .init(capacity: .megabytes(1)))
+                // A second thread pulls the plug at a random moment, whatever the writer is doing.
+                let delay = UInt32(1_000 + (round * 7_919) % 30_000)
+                Thread.detachNewThread {
+                    usleep(delay)
+                    kill(getpid(), SIGKILL)
+                }
+                var version = round * 1_000_000
+                while true {
+                    for key in 0..<300 {
+                        version += 1
+                        try cache.set(VersionedValue.make(key: key, version: version), forKey: "k\(key)")
+                        if key % 37 == 0 { try cache.removeValue(forKey: "k\((key * 7) % 300)") }
+                    }
+                }
+            }
+            let cache = try Cache(path: path)
+            var found = 0
+            for key in 0..<300 {
+                guard let value = try cache.bytes(forKey: "k\(key)") else { continue }
+                found += 1
+                #expect(VersionedValue.check(value, key: key) != nil, "round \(round): k\(key)")
+            }
+            #expect(found == cache.count, "round \(round)")
+            try cache.close()
+        }
+    }
+
+    @Test func aFullDiskIsAnErrorFromSetAndLosesNothing() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        // The child may not write files larger than 2 MiB: a small disk.
+        await #expect(processExitsWith: .success) { [path = path as String] in
+            signal(SIGXFSZ, SIG_IGN)
+            var limit = rlimit(rlim_cur: 2 << 20, rlim_max: 2 << 20)
+            guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0 else { exit(4) }
+            let cache = try Cache(path: path, options: .init(capacity: .megabytes(64)))
+            var stored = 0
+            do {
+                for key in 0..<10_000 {
+                    try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)")
+                    stored = key + 1
+                }
+                exit(5)
+            } catch let error as LarderError {
+                guard error.code == .full else { exit(6) }
+            }
+            for key in 0..<stored {
+                guard try cache.bytes(forKey: "k\(key)").flatMap({ VersionedValue.check($0, key: key) }) == 1 else { exit(7) }
+            }
+            try cache.close()
+        }
+        let cache = try Cache(path: path)
+        #expect(cache.count > 100)
+        var keys: [String] = []
+        try cache.forEachEntry { key, _ in
+            keys.append(String(decoding: key, as: UTF8.self))
+            return true
+        }
+        #expect(keys.count == cache.count)
+        for key in keys {
+            let index = Int(key.dropFirst())!
+            #expect(try cache.bytes(forKey: key).flatMap { VersionedValue.check($0, key: index) } == 1)
+        }
+    }
+}
