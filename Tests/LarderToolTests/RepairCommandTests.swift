@@ -202,3 +202,37 @@ struct Noise {
         })
     }
 }
+
+/// Damaged and hostile files are input: every reading command answers with a status, never a crash.
+@Suite("Hostile files")
+struct HostileFileTests {
+    @Test func randomDamageNeverCrashesTheTool() throws {
+        let directory = TemporaryDirectory()
+        let original = directory.path("original.larder")
+        try Fixture.numbered(original, count: 30)
+        let pristine = try [UInt8](Data(contentsOf: URL(fileURLWithPath: original)))
+        var noise = Noise()
+        for trial in 0..<12 {
+            var bytes = pristine
+            let random = [UInt8](noise.bytes(64))
+            switch trial % 3 {
+            case 0: // bytes anywhere in the header pages and the first records
+                for index in stride(from: 0, to: 32, by: 2) {
+                    bytes[(Int(random[index]) << 8 | Int(random[index + 1])) % 24576] = random[index + 32]
+                }
+            case 1: // cut anywhere
+                bytes.removeSubrange((Int(random[0]) << 8 | Int(random[1]))...)
+            default: // one meta copy and the shared state
+                bytes[4096 + Int(random[0]) % 128] ^= 0xFF
+                bytes[8192 + 192 + Int(random[1]) % 64] ^= random[2] | 1
+            }
+            let path = directory.path("damaged-\(trial).larder")
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            for arguments in [["verify", path], ["info", path], ["dump", "--values", path], ["dump", "--pages", path],
+                              ["get", path, "k7"], ["recover", path, directory.path("out-\(trial).larder")]] {
+                let run = try Larder.run(arguments)
+                #expect([0, 1, 2].contains(run.status), "\(arguments) (trial \(trial)): \(run.stderr)")
+            }
+        }
+    }
+}
