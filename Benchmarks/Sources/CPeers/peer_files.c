@@ -127,6 +127,6 @@ static int fp_del(void *handle, const void *key, size_t key_len) {
 static void fp_close(void *handle) { free(handle); }
 
 const bench_peer bench_peer_files = {
-    .name = "files", .shared_handle = 1, .multi_process = 1,
+    .name = "files", .shared_handle = 1, .multi_process = 1, .multi_process_writer = 1,
     .open = fp_open, .put = fp_put, .get = fp_get, .del = fp_del, .close = fp_close,
 };

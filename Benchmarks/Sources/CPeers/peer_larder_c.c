@@ -46,6 +46,6 @@ static int lc_del(void *handle, const void *key, size_t key_len) {
 static void lc_close(void *handle) { larder_close(handle); }
 
 const bench_peer bench_peer_larder_c = {
-    .name = "larder-c", .shared_handle = 1, .multi_process = 1,
+    .name = "larder-c", .shared_handle = 1, .multi_process = 1, .multi_process_writer = 1,
     .open = lc_open, .put = lc_put, .get = lc_get, .del = lc_del, .close = lc_close,
 };

@@ -118,7 +118,7 @@ static void lm_close(void *handle) {
 }
 
 const bench_peer bench_peer_lmdb = {
-    .name = "lmdb", .shared_handle = 1, .multi_process = 1,
+    .name = "lmdb", .shared_handle = 1, .multi_process = 1, .multi_process_writer = 1,
     .open = lm_open, .put = lm_put, .get = lm_get, .del = lm_del, .close = lm_close,
     .thread_done = lm_thread_done,
 };

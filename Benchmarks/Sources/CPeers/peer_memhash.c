@@ -119,6 +119,6 @@ static void mh_close(void *handle) {
 }
 
 const bench_peer bench_peer_memhash = {
-    .name = "memhash", .shared_handle = 1, .multi_process = 0,
+    .name = "memhash", .shared_handle = 1, .multi_process = 0, .multi_process_writer = 0,
     .open = mh_open, .put = mh_put, .get = mh_get, .del = mh_del, .close = mh_close,
 };

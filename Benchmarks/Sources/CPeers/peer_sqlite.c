@@ -92,6 +92,6 @@ static int sq_del(void *handle, const void *key, size_t key_len) {
 }
 
 const bench_peer bench_peer_sqlite = {
-    .name = "sqlite", .shared_handle = 0, .multi_process = 1,
+    .name = "sqlite", .shared_handle = 0, .multi_process = 1, .multi_process_writer = 1,
     .open = sq_open, .put = sq_put, .get = sq_get, .del = sq_del, .close = sq_close,
 };

@@ -64,6 +64,6 @@ static void tk_close(void *handle) {
 }
 
 const bench_peer bench_peer_tkrzw = {
-    .name = "tkrzw", .shared_handle = 1, .multi_process = 1,
+    .name = "tkrzw", .shared_handle = 1, .multi_process = 1, .multi_process_writer = 0,
     .open = tk_open, .put = tk_put, .get = tk_get, .del = tk_del, .close = tk_close,
 };

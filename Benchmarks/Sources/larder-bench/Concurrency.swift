@@ -8,6 +8,9 @@ struct ConcurrencyResult: Codable, Sendable {
     var twoThreads: Double
     var oneProcess: Double?
     var twoProcesses: Double?
+    /// One reader process while another process writes, and that writer.
+    var readerProcessWithWriter: Double?
+    var writerProcessWithReader: Double?
     /// One reader thread while another thread writes (updates of random keys), and that writer.
     var readerWithWriter: Double
     var writerWithReader: Double
@@ -23,6 +26,8 @@ struct ConcurrencyParameters: Codable, Sendable {
     var directory: String
     /// For a reader process: which reader it is (its operations' seed).
     var reader: Int = 0
+    /// For a child process: write (updates of random keys) instead of reading.
+    var writer = false
 }
 
 enum Concurrency {
@@ -90,8 +95,10 @@ enum Concurrency {
                 problems.insert("\(what): \(s.errors) failed, \(s.notFound) not found")
             }
         }
+        // One fill; the repetitions read it (the writer only replaces values with values of the
+        // same size).
+        let store = try fill(p, data)
         for _ in 0..<p.reps {
-            let store = try fill(p, data)
             let single = try threads(store, p, data, [reads[0]])
             let pair = try threads(store, p, data, reads)
             let mixed = try threads(store, p, data, [reads[0], writes])
@@ -100,20 +107,21 @@ enum Concurrency {
             two.append(pair.map(\.opsPerSecond).reduce(0, +))
             reader.append(mixed[0].opsPerSecond)
             writer.append(mixed[1].opsPerSecond)
-            store.close()
-            try? FileManager.default.removeItem(atPath: p.directory)
         }
+        store.close()
+        try? FileManager.default.removeItem(atPath: p.directory)
         return ConcurrencyResult(peer: p.peer, oneThread: Stats.median(one), twoThreads: Stats.median(two),
                                  readerWithWriter: Stats.median(reader), writerWithReader: Stats.median(writer),
                                  problems: problems.sorted())
     }
 
-    /// A reader process: opens the store read-only, waits for "go", reads for the time limit.
+    /// A reader process: opens the store read-only, waits for "go", reads for the time limit. A
+    /// writer process opens it for writing and updates random keys instead.
     static func runReader(_ p: ConcurrencyParameters) throws -> LoopStats {
         let data = Dataset(keyCount: p.keys, valueLength: p.valueSize)
-        let ops = readOps(p, seed: p.reader)
+        let ops = p.writer ? writeOps(p) : readOps(p, seed: p.reader)
         let sizing = StoreSizing(keys: p.keys, dataBytes: data.dataBytes(count: p.keys))
-        let store = try Store(p.peer, directory: p.directory, sizing: sizing, readOnly: true)
+        let store = try Store(p.peer, directory: p.directory, sizing: sizing, readOnly: !p.writer)
         let meter = Meter(valueLength: p.valueSize)
         Child.awaitGo()
         let stats = meter.measure(store, data, ops, maxSeconds: p.seconds)
@@ -121,33 +129,50 @@ enum Concurrency {
         return stats
     }
 
-    /// Reads from one process, then two at once, on a store filled (and closed) here.
-    static func processes(_ p: ConcurrencyParameters) throws -> (one: Double, two: Double, problems: [String]) {
-        var one: [Double] = [], two: [Double] = []
+    /// Runs child processes together (started at once, after all have opened the store);
+    /// returns each one's stats.
+    static func together(_ p: ConcurrencyParameters, _ roles: [(reader: Int, writer: Bool)]) throws -> [LoopStats] {
+        let children = try roles.map { role in
+            var q = p
+            q.reader = role.reader
+            q.writer = role.writer
+            return try Child(["reader", String(decoding: try JSONEncoder().encode(q), as: UTF8.self)])
+        }
+        for child in children { _ = try child.waitForLine() }
+        for child in children { child.go() }
+        return try children.map { child in
+            try JSONDecoder().decode(LoopStats.self, from: Data((try child.finish()).split(separator: "\n").last!.utf8))
+        }
+    }
+
+    /// Reads from one process, then two at once, then one while another process writes, on a
+    /// store filled (and closed) here.
+    static func processes(_ p: ConcurrencyParameters) throws -> (one: Double, two: Double, reader: Double?, writer: Double?, problems: [String]) {
+        var one: [Double] = [], two: [Double] = [], reader: [Double] = [], writer: [Double] = []
         var problems = Set<String>()
         let data = Dataset(keyCount: p.keys, valueLength: p.valueSize)
-        for _ in 0..<p.reps {
-            try fill(p, data).close()
-            for count in [1, 2] {
-                let children = try (0..<count).map { i in
-                    var q = p
-                    q.reader = i
-                    return try Child(["reader", String(decoding: try JSONEncoder().encode(q), as: UTF8.self)])
-                }
-                for child in children { _ = try child.waitForLine() }
-                for child in children { child.go() }
-                let stats = try children.map { child in
-                    try JSONDecoder().decode(LoopStats.self, from: Data((try child.finish()).split(separator: "\n").last!.utf8))
-                }
-                for s in stats where s.errors > 0 || s.notFound > 0 {
-                    problems.insert("processes: \(s.errors) failed, \(s.notFound) not found")
-                }
-                let total = stats.map(\.opsPerSecond).reduce(0, +)
-                if count == 1 { one.append(total) } else { two.append(total) }
+        try fill(p, data).close()
+        func check(_ stats: [LoopStats]) {
+            for s in stats where s.errors > 0 || s.notFound > 0 {
+                problems.insert("processes: \(s.errors) failed, \(s.notFound) not found")
             }
-            try? FileManager.default.removeItem(atPath: p.directory)
         }
-        return (Stats.median(one), Stats.median(two), problems.sorted())
+        for _ in 0..<p.reps {
+            let single = try together(p, [(0, false)])
+            let pair = try together(p, [(0, false), (1, false)])
+            check(single + pair)
+            one.append(single[0].opsPerSecond)
+            two.append(pair.map(\.opsPerSecond).reduce(0, +))
+            if p.peer.multiProcessWriter {
+                let mixed = try together(p, [(0, false), (1, true)])
+                check(mixed)
+                reader.append(mixed[0].opsPerSecond)
+                writer.append(mixed[1].opsPerSecond)
+            }
+        }
+        try? FileManager.default.removeItem(atPath: p.directory)
+        return (Stats.median(one), Stats.median(two), reader.isEmpty ? nil : Stats.median(reader),
+                writer.isEmpty ? nil : Stats.median(writer), problems.sorted())
     }
 
     /// Runs in the parent: the thread tests in a child, the process tests from here.
@@ -155,10 +180,12 @@ enum Concurrency {
         let json = String(decoding: try JSONEncoder().encode(p), as: UTF8.self)
         var result = try Child.result(["threads", json], as: ConcurrencyResult.self)
         if p.peer.multiProcess {
-            let (one, two, problems) = try processes(p)
-            result.oneProcess = one
-            result.twoProcesses = two
-            result.problems += problems
+            let outcome = try processes(p)
+            result.oneProcess = outcome.one
+            result.twoProcesses = outcome.two
+            result.readerProcessWithWriter = outcome.reader
+            result.writerProcessWithReader = outcome.writer
+            result.problems += outcome.problems
         }
         return result
     }

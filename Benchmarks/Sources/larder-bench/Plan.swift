@@ -1,11 +1,21 @@
 import Foundation
 
+/// A value size and how many keys hold values of that size.
+struct SizedKeys: Codable, Sendable {
+    var valueSize: Int
+    var keys: Int
+    init(_ valueSize: Int, _ keys: Int) {
+        self.valueSize = valueSize
+        self.keys = keys
+    }
+}
+
 /// What a run measures, and how long it takes: quick (the default, a few minutes) or --full.
-struct Plan: Sendable {
+struct Plan: Codable, Sendable {
     var full = false
     /// Value sizes of the main table, each with its number of keys.
-    var sizes: [(valueSize: Int, keys: Int)] = [(100, 200_000), (1024, 100_000), (16 << 10, 16_000), (1 << 20, 256)]
-    var peers: [PeerKind] = [.memhash, .larderC, .larderSwift, .tkrzw, .lmdb, .sqlite, .files]
+    var sizes = [SizedKeys(100, 200_000), SizedKeys(1024, 100_000), SizedKeys(16 << 10, 16_000), SizedKeys(1 << 20, 256)]
+    var peers: [PeerKind] = [.memhash, .larderC, .larderSwift, .larderSwiftLend, .tkrzw, .lmdb, .sqlite, .files]
     var reps = 3
     /// Time limit of each read and update loop.
     var seconds = 0.4
@@ -15,13 +25,13 @@ struct Plan: Sendable {
     var evictionObjects = 100_000
     var evictionValueSize = 1024
     var scaleEntries = 1_000_000
-    var compressionSizes: [(valueSize: Int, keys: Int)] = [(256, 100_000), (4096, 16_000), (64 << 10, 1000)]
+    var compressionSizes = [SizedKeys(256, 100_000), SizedKeys(4096, 16_000), SizedKeys(64 << 10, 1000)]
     var sections: Set<String> = ["main", "concurrency", "eviction", "scale", "lz4"]
     static let allSections = ["main", "concurrency", "eviction", "scale", "lz4"]
 
     mutating func makeFull() {
         full = true
-        sizes = [(100, 1_000_000), (1024, 500_000), (16 << 10, 60_000), (1 << 20, 1000)]
+        sizes = [SizedKeys(100, 1_000_000), SizedKeys(1024, 500_000), SizedKeys(16 << 10, 60_000), SizedKeys(1 << 20, 1000)]
         reps = 5
         seconds = 2
         opsCount = 10_000_000
@@ -29,7 +39,7 @@ struct Plan: Sendable {
         concurrencySeconds = 3
         evictionObjects = 1_000_000
         scaleEntries = 10_000_000
-        compressionSizes = [(256, 400_000), (4096, 60_000), (64 << 10, 4000)]
+        compressionSizes = [SizedKeys(256, 400_000), SizedKeys(4096, 60_000), SizedKeys(64 << 10, 4000)]
     }
 }
 
@@ -42,13 +52,27 @@ struct Options {
     var label: String?
     var directory = FileManager.default.currentDirectoryPath + "/.build/bench-data"
     var command = "Benchmarks/run"
+    var revision: String?
+
+    /// The chart's path as the report links it: relative to the report's folder when inside it.
+    var chartLink: String? {
+        guard let chart else { return nil }
+        guard let output else { return chart }
+        let folder = URL(fileURLWithPath: output).deletingLastPathComponent().standardizedFileURL.path + "/"
+        let path = URL(fileURLWithPath: chart).standardizedFileURL.path
+        return path.hasPrefix(folder) ? String(path.dropFirst(folder.count)) : path
+    }
 
     static let usage = """
         usage: larder-bench [--full] [--reps N] [--seconds S] [--only main,concurrency,eviction,scale,lz4]
-                            [--peers memhash,larder-c,larder-swift,tkrzw,lmdb,sqlite,files] [--sizes 100,1024,...]
+                            [--peers memhash,larder-c,larder-swift,larder-swift-lend,tkrzw,lmdb,sqlite,files] [--sizes 100,1024,...]
+                            [--scale ENTRIES]
                             [--dir SCRATCH] [--out BENCHMARKS.md] [--chart chart.png] [--analysis notes.md]
-                            [--label TEXT] [--command TEXT]
-        Prints a markdown report; --out also writes it to a file, --chart draws a PNG (gnuplot).
+                            [--label TEXT] [--command TEXT] [--revision GIT-DESCRIBE]
+        Prints a markdown report; --out also writes it to a file (and the raw results to SCRATCH.json),
+        --chart draws a PNG (gnuplot).
+        larder-bench report RESULTS.json [--out ...] [--chart ...] [--analysis ...]: the report again, from
+        saved results (after editing the analysis).
         """
 
     init(_ arguments: [String]) throws {
@@ -74,12 +98,14 @@ struct Options {
             case "--sizes":
                 let wanted = Set(try value(flag).split(separator: ",").compactMap { Int($0) })
                 plan.sizes = plan.sizes.filter { wanted.contains($0.valueSize) }
+            case "--scale": plan.scaleEntries = Int(try value(flag)) ?? plan.scaleEntries
             case "--dir": directory = try value(flag)
             case "--out": output = try value(flag)
             case "--chart": chart = try value(flag)
             case "--analysis": analysis = try value(flag)
             case "--label": label = try value(flag)
             case "--command": command = try value(flag)
+            case "--revision": revision = try value(flag)
             case "-h", "--help":
                 print(Options.usage)
                 exit(0)

@@ -5,9 +5,11 @@ import Foundation
 struct RunResults: Codable, Sendable {
     var started = Date()
     var seconds = 0.0
-    var full = false
+    var plan = Plan()
     var label: String?
     var command = ""
+    /// The Larder commit measured (`git describe` of the repository).
+    var revision: String?
     var machine: [String: String] = [:]
     var loadBefore = "", loadAfter = ""
     var suites: [SuiteResult] = []
@@ -25,13 +27,13 @@ enum Run {
     static func all(_ options: Options) throws -> RunResults {
         let plan = options.plan
         let start = bench_now_ns()
-        var results = RunResults(full: plan.full, label: options.label, command: options.command,
+        var results = RunResults(plan: plan, label: options.label, command: options.command, revision: options.revision,
                                  machine: Machine.describe(), loadBefore: System.loadAverage)
         let scratch = try System.freshDirectory(options.directory)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
 
         if plan.sections.contains("main") {
-            for (valueSize, keys) in plan.sizes {
+            for (valueSize, keys) in plan.sizes.map({ ($0.valueSize, $0.keys) }) {
                 for peer in plan.peers {
                     progress("main: \(peer.rawValue), \(valueSize)-byte values, \(keys) keys")
                     let p = SuiteParameters(peer: peer, valueSize: valueSize, keys: keys, reps: plan.reps,
@@ -43,7 +45,8 @@ enum Run {
             }
         }
         if plan.sections.contains("concurrency") {
-            for peer in plan.peers {
+            // (withValue reads would only repeat the Swift API's row.)
+            for peer in plan.peers where peer != .larderSwiftLend {
                 progress("concurrency: \(peer.rawValue)")
                 let p = ConcurrencyParameters(peer: peer, valueSize: 100, keys: plan.concurrencyKeys, reps: plan.reps,
                                               seconds: plan.concurrencySeconds, directory: scratch + "/concurrency")
@@ -70,7 +73,7 @@ enum Run {
             results.scale = r
         }
         if plan.sections.contains("lz4") {
-            for (valueSize, keys) in plan.compressionSizes {
+            for (valueSize, keys) in plan.compressionSizes.map({ ($0.valueSize, $0.keys) }) {
                 for lz4 in [false, true] {
                     progress("lz4: \(valueSize)-byte JSON values, \(lz4 ? "LZ4" : "raw")")
                     results.compression.append(try CompressionBench.measure(

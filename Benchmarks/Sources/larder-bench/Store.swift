@@ -7,6 +7,9 @@ import Larder
 enum PeerKind: String, CaseIterable, Codable, Sendable {
     case memhash
     case larderSwift = "larder-swift"
+    /// The Swift API reading through `withValue` (lent bytes, copied by the loop) instead of
+    /// `copyValue(forKey:into:)`.
+    case larderSwiftLend = "larder-swift-lend"
     case larderC = "larder-c"
     case tkrzw, lmdb, sqlite, files
 
@@ -14,6 +17,7 @@ enum PeerKind: String, CaseIterable, Codable, Sendable {
         switch self {
         case .memhash: "C hash table (memory)"
         case .larderSwift: "Larder (Swift API)"
+        case .larderSwiftLend: "Larder (Swift, withValue)"
         case .larderC: "Larder (C ABI)"
         case .tkrzw: "tkrzw HashDBM"
         case .lmdb: "LMDB"
@@ -24,13 +28,17 @@ enum PeerKind: String, CaseIterable, Codable, Sendable {
 
     /// The C peer; nil for Larder's Swift API.
     var cPeer: UnsafePointer<bench_peer>? {
-        self == .larderSwift ? nil : bench_peer_named(rawValue)
+        isSwift ? nil : bench_peer_named(rawValue)
     }
+
+    var isSwift: Bool { self == .larderSwift || self == .larderSwiftLend }
 
     /// Whether threads share one handle (otherwise each opens its own).
     var sharedHandle: Bool { cPeer.map { $0.pointee.shared_handle != 0 } ?? true }
     /// Whether several processes can read the store at once.
     var multiProcess: Bool { cPeer.map { $0.pointee.multi_process != 0 } ?? true }
+    /// Whether processes can read while another process writes.
+    var multiProcessWriter: Bool { cPeer.map { $0.pointee.multi_process_writer != 0 } ?? true }
 }
 
 struct BenchFailure: Error, CustomStringConvertible {
@@ -100,8 +108,8 @@ final class Store: @unchecked Sendable {
             bench_run_ops(peer, handle, &cData, ops.baseAddress, ops.count, maxNs, sampleEvery,
                           samples.baseAddress, buffer.baseAddress, &result)
         } else {
-            result = SwiftLoop.run(cache!, data, ops, maxNs: maxNs, sampleEvery: sampleEvery,
-                                   samples: samples, buffer: buffer)
+            result = SwiftLoop.run(cache!, data, ops, lend: kind == .larderSwiftLend, maxNs: maxNs,
+                                   sampleEvery: sampleEvery, samples: samples, buffer: buffer)
         }
         return result
     }

@@ -7,9 +7,11 @@ struct SuiteResult: Codable, Sendable {
     var keys: Int
     var reps: Int
     var workloads: [Workload: LoopStats]
-    /// Disk the store takes after the read and update workloads (before delete).
+    /// Disk the store takes after the fill, and after the read and update workloads.
+    var fillFileBytes: Int
     var fileBytes: Int
-    /// Peak resident memory the store added to the process (file pages it maps count).
+    /// Peak resident memory the store added to its process (file pages it maps count), in the
+    /// first repetition (later ones reuse memory the allocator kept).
     var rssBytes: Int
     var problems: [String]
 }
@@ -38,7 +40,7 @@ enum Suite {
         })
         let meter = Meter(valueLength: p.valueSize)
         var runs: [Workload: [LoopStats]] = [:]
-        var fileBytes: [Double] = [], rss: [Double] = []
+        var fillFileBytes: [Double] = [], fileBytes: [Double] = [], rss: [Double] = []
         var problems = Set<String>()
         for rep in 0..<p.reps {
             let directory = try System.freshDirectory("\(p.directory)/\(p.peer.rawValue)-\(p.valueSize)-\(rep)")
@@ -53,6 +55,7 @@ enum Suite {
                 if stats.errors > 0 { problems.insert("\(workload.rawValue): \(stats.errors) failed operations") }
                 if workload.expectsHits && stats.notFound > 0 { problems.insert("\(workload.rawValue): \(stats.notFound) keys not found") }
                 if !workload.expectsHits && stats.found > 0 { problems.insert("\(workload.rawValue): \(stats.found) absent keys found") }
+                if workload == .fill { fillFileBytes.append(Double(System.allocatedBytes(directory))) }
                 if workload == .ycsbB {
                     fileBytes.append(Double(System.allocatedBytes(directory)))
                     rss.append(Double(max(0, System.peakResidentBytes - baseline)))
@@ -62,7 +65,8 @@ enum Suite {
         }
         return SuiteResult(peer: p.peer, valueSize: p.valueSize, keys: p.keys, reps: p.reps,
                            workloads: runs.mapValues(LoopStats.median),
-                           fileBytes: Int(Stats.median(fileBytes)), rssBytes: Int(Stats.median(rss)),
+                           fillFileBytes: Int(Stats.median(fillFileBytes)), fileBytes: Int(Stats.median(fileBytes)),
+                           rssBytes: Int(rss.first ?? 0),
                            problems: problems.sorted())
     }
 

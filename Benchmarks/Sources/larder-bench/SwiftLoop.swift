@@ -3,13 +3,21 @@ import Larder
 
 /// The loop that measures Larder's Swift API: a line-by-line mirror of `bench_run_ops` in
 /// Sources/CPeers/loop.c (change one, change the other). A get copies the value into the
-/// caller's buffer, as `larder_get` does.
+/// caller's buffer with `copyValue(forKey:into:)`, the counterpart of `larder_get`; with `lend`,
+/// it borrows the value with `withValue` and copies it from there.
 enum SwiftLoop {
     @inline(__always)
-    static func oneOp(_ cache: Cache, _ data: Dataset, _ op: UInt32, _ buffer: UnsafeMutableRawBufferPointer) -> Int {
+    static func oneOp(_ cache: Cache, _ data: Dataset, _ op: UInt32, _ lend: Bool, _ buffer: UnsafeMutableRawBufferPointer) -> Int {
         let index = Int(op & Op.indexMask)
         let key = data.key(index)
         switch op >> Op.shift {
+        case UInt32(BENCH_OP_GET) where !lend:
+            do {
+                guard let length = try cache.copyValue(forKey: key, into: buffer) else { return 0 }
+                return length == data.valueLength ? 1 : -1
+            } catch {
+                return -1
+            }
         case UInt32(BENCH_OP_GET):
             let capacity = data.valueLength
             do {
@@ -38,7 +46,7 @@ enum SwiftLoop {
         }
     }
 
-    static func run(_ cache: Cache, _ data: Dataset, _ ops: UnsafeBufferPointer<UInt32>, maxNs: UInt64,
+    static func run(_ cache: Cache, _ data: Dataset, _ ops: UnsafeBufferPointer<UInt32>, lend: Bool = false, maxNs: UInt64,
                     sampleEvery: Int, samples: UnsafeMutableBufferPointer<UInt64>,
                     buffer: UnsafeMutableRawBufferPointer) -> bench_result {
         var r = bench_result()
@@ -51,11 +59,11 @@ enum SwiftLoop {
                 let outcome: Int
                 if sampleEvery != 0 && i % sampleEvery == 0 {
                     let t0 = bench_now_ns()
-                    outcome = oneOp(cache, data, ops[i], buffer)
+                    outcome = oneOp(cache, data, ops[i], lend, buffer)
                     samples[Int(r.samples)] = bench_now_ns() - t0
                     r.samples += 1
                 } else {
-                    outcome = oneOp(cache, data, ops[i], buffer)
+                    outcome = oneOp(cache, data, ops[i], lend, buffer)
                 }
                 if outcome > 0 { r.found += 1 } else if outcome == 0 { r.not_found += 1 } else { r.errors += 1 }
                 i += 1

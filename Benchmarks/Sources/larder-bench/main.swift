@@ -17,19 +17,30 @@ do {
         try Child.reply(try Concurrency.runReader(try decode(ConcurrencyParameters.self, arguments[1])))
     case "crash-writer":
         try Scale.crashWriter(path: arguments[1])
+    case "report":
+        guard arguments.count >= 2 else { throw BenchFailure(Options.usage) }
+        let options = try Options(Array(arguments.dropFirst(2)))
+        let decoder = JSONDecoder()
+        let results = try decoder.decode(RunResults.self, from: Data(contentsOf: URL(fileURLWithPath: arguments[1])))
+        try publish(results, options)
     default:
         let options = try Options(arguments)
         let results = try Run.all(options)
-        let report = Report(results, plan: options.plan, analysisPath: options.analysis)
-        let markdown = report.markdown()
-        print(markdown)
-        if let output = options.output {
-            try markdown.write(toFile: output, atomically: true, encoding: .utf8)
+        if options.output != nil {
             try JSONEncoder().encode(results).write(to: URL(fileURLWithPath: options.directory + ".json"))
         }
-        if let chart = options.chart { try report.drawChart(to: chart, scratch: options.directory + "-chart") }
+        try publish(results, options)
     }
 } catch {
     FileHandle.standardError.write(Data("larder-bench: \(error)\n".utf8))
     exit(1)
+}
+
+/// Prints the report, and writes it and the chart where the options say.
+func publish(_ results: RunResults, _ options: Options) throws {
+    let report = Report(results, analysisPath: options.analysis, chartLink: options.chartLink)
+    let markdown = report.markdown()
+    print(markdown)
+    if let output = options.output { try markdown.write(toFile: output, atomically: true, encoding: .utf8) }
+    if let chart = options.chart { try report.drawChart(to: chart, scratch: options.directory + "-chart") }
 }

@@ -31,6 +31,8 @@ typedef struct bench_peer {
     int shared_handle;
     /* Whether several processes may open the store read-only at once. */
     int multi_process;
+    /* Whether processes may read while another process writes. */
+    int multi_process_writer;
     void *(*open)(const bench_config *config);
     int (*put)(void *handle, const void *key, size_t key_len, const void *value, size_t value_len);
     /* Copies the value into buf (buf_len is at least the value's length); *value_len gets it. */
