@@ -51,9 +51,17 @@ let package = Package(
             dependencies: ["Larder"],
             path: "Tests/Stress"
         ),
+        // The libFuzzer target over damaged cache files (built and run by Tests/Fuzz/run, with
+        // -sanitize=fuzzer; it has no main of its own).
+        .executableTarget(
+            name: "larder-fuzz",
+            dependencies: ["Larder"],
+            path: "Tests/Fuzz",
+            exclude: ["run", "corpus"]
+        ),
         .testTarget(
             name: "LarderTests",
-            dependencies: ["Larder", "CLarderSupport"]
+            dependencies: ["Larder", "CLarderSupport", "larder-fuzz"]
         ),
         // `larder` reads files through Larder's inspection SPI (Sources/Larder/Inspection) and
         // writes them through the public `Cache` API.

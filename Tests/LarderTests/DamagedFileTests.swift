@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Larder
+import larder_fuzz
 
 /// A damaged or hostile file is input: it gets an error or a repair, never a crash or a wrong value.
 @Suite("Bad input and damaged files")
@@ -68,7 +69,7 @@ struct DamagedFileTests {
         for pageSize in [0, 1000, 2048, 4095, 131072] {
             #expect(throws: LarderError.self) { try Cache(at: directory.path(), pageSize: pageSize) }
         }
-        for capacity in [-1, 0, 4096, 100_000] {
+        for capacity in [-1, 0, 4096, 60_000] {
             #expect(throws: LarderError.self) { try Cache(at: directory.path(), capacity: capacity) }
         }
         #expect(throws: LarderError.self) { try Cache(path: "") }
@@ -268,5 +269,27 @@ struct SplitMix: RandomNumberGenerator {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+/// Every file of the fuzz corpus (hand-made damage, and inputs the fuzzer once crashed on) goes
+/// through the fuzz target's operations in the ordinary test run too.
+@Suite("Fuzz corpus")
+struct FuzzCorpusTests {
+    static var corpus: [URL] {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../Fuzz/corpus").standardized
+        return ((try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)) ?? [])
+            .sorted { $0.lastPathComponent < $1.lastPathComponent }
+    }
+
+    @Test func theCorpusIsThere() {
+        #expect(Self.corpus.count >= 12)
+    }
+
+    @Test(arguments: corpus)
+    func openingReadingAndWritingADamagedFileNeverCrashes(file: URL) throws {
+        let bytes = try [UInt8](Data(contentsOf: file))
+        #expect(bytes.withUnsafeBufferPointer { fuzzOneInput($0.baseAddress!, $0.count) } == 0)
     }
 }

@@ -163,7 +163,7 @@ public final class Cache: @unchecked Sendable {
     /// The corresponding C function is `larder_get_alloc`.
     public func data(forKey key: some CacheKey) throws(LarderError) -> Data? {
         var buffer: UnsafeMutableRawBufferPointer?
-        let length: Int? = try key.withCacheKeyBytes { keyBytes in
+        let outcome: Result<Int?, LarderError> = key.withCacheKeyBytes { keyBytes in
             Result { () throws(LarderError) in
                 try read { () throws(LarderError) in
                     try store.copyValue(forKey: keyBytes) { count in
@@ -174,7 +174,14 @@ public final class Cache: @unchecked Sendable {
                     }
                 }
             }
-        }.get()
+        }
+        let length: Int?
+        do {
+            length = try outcome.get()
+        } catch {
+            buffer?.deallocate()
+            throw error
+        }
         guard let length, let buffer else {
             buffer?.deallocate()
             return nil

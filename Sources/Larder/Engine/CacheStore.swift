@@ -185,19 +185,26 @@ final class CacheStore {
         owner = file
         let store = CacheStore(file: file, meta: meta, readOnly: readOnly)
         let truncated = diskSize < meta.fileSize
+        let mayRepair = soleWriter && !readOnly
         if truncated {
-            // The ring cannot end past the real end of the file.
+            guard mayRepair else {
+                throw LarderError(.corrupt, readOnly ? "the file is truncated; open it read-write once to recover it"
+                                                     : "the file in use by other processes is truncated")
+            }
+            // The ring cannot end past the real end of the file; the header pages must exist
+            // before anything reads them.
             store.meta.fileSize = max(store.ringStart + meta.pageSize, diskSize / meta.pageSize * meta.pageSize)
             file.adoptSize(min(diskSize, store.meta.fileSize))
+            try file.grow(to: store.meta.fileSize)
             metaChanged = true
         } else {
             file.adoptSize(meta.fileSize)
         }
         store.viewChangeCounter = store.state.isFormatted ? store.state.changeCounter : 0
-        guard soleWriter && !readOnly else {
+        guard mayRepair else {
             // Other writers are running this file, or this handle may not write: take the file
             // as it is. Readers check everything.
-            guard !truncated, store.state.isFormatted, (try? store.attachTables()) != nil else {
+            guard store.state.isFormatted, (try? store.attachTables()) != nil else {
                 throw LarderError(.corrupt, readOnly ? "the file needs recovery; open it read-write once"
                                                      : "the file in use by other processes is damaged")
             }
@@ -206,9 +213,6 @@ final class CacheStore {
         }
         let usable = !truncated && store.state.isFormatted && store.state.isClean && (try? store.attachTables()) != nil
             && store.ringStateIsPlausible()
-        if truncated {
-            try file.grow(to: store.meta.fileSize)
-        }
         // No other process has the file open for writing: the lock and the reader table start
         // afresh (a crashed process may have left either taken).
         try store.formatSharedPage()

@@ -28,7 +28,7 @@ enum FileLayout {
     static let maximumFileSize = 1 << 40
 
     /// The smallest capacity: header pages plus room for an index and some records.
-    static func minimumCapacity(pageSize: Int) -> Int { max(256 * 1024, pageSize * 16) }
+    static func minimumCapacity(pageSize: Int) -> Int { max(64 * 1024, pageSize * 16) }
 
     /// Offset of the data area (the ring) for a page size.
     static func dataStart(pageSize: Int) -> Int { headerPageCount * pageSize }

@@ -1,0 +1,59 @@
+import Foundation
+import Larder
+
+// The coverage-guided fuzz target (libFuzzer): every input is a cache file. It is opened for
+// writing (so recovery runs on it), read, written, walked and closed. Any crash, hang or
+// sanitizer report is a bug; errors are fine. Built and run by Tests/Fuzz/run, which compiles
+// with -sanitize=fuzzer and LARDER_FUZZING; an ordinary build only says how to run it.
+
+#if LARDER_FUZZING
+@_silgen_name("LLVMFuzzerRunDriver")
+private func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> Int32) -> Int32
+
+/// SwiftPM links an executable's entry point under this name; libFuzzer's driver does the rest.
+@_cdecl("larder_fuzz_main")
+public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Int32 {
+    var count = argc
+    var arguments: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = argv
+    return runFuzzerDriver(&count, &arguments) { data, size in fuzzOneInput(data, size) }
+}
+#else
+@main
+enum FuzzTargetUsage {
+    static func main() {
+        print("Run the fuzz target with Tests/Fuzz/run: it needs the libFuzzer build.")
+    }
+}
+#endif
+
+private let path: String = {
+    let directory = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
+    return "\(directory)/larder-fuzz-\(getpid()).larder"
+}()
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    guard FileManager.default.createFile(atPath: path, contents: Data(bytes: data, count: size)) else { return 0 }
+    defer { unlink(path) }
+    // A small capacity keeps a hostile meta page from making the file grow far.
+    guard let cache = try? Cache(path: path, options: .init(capacity: .kilobytes(256))) else { return 0 }
+    var keys: [[UInt8]] = []
+    try? cache.forEachEntry { key, _ in
+        keys.append(Array(key))
+        return keys.count < 64
+    }
+    for key in keys {
+        _ = try? cache.data(forKey: key)
+        _ = try? cache.withValue(forKey: key) { $0.count }
+    }
+    for index in 0..<8 {
+        try? cache.set(Data(repeating: UInt8(index), count: 100 * index), forKey: "fuzz-\(index)")
+        _ = try? cache.bytes(forKey: "fuzz-\(index)")
+    }
+    if let first = keys.first { _ = try? cache.removeValue(forKey: first) }
+    _ = cache.stats
+    try? cache.close()
+    return 0
+}
