@@ -61,9 +61,9 @@ public final class Cache: @unchecked Sendable {
 
     /// The open file, shared with every other `Cache` of this process on the same path.
     let entry: OpenFileRegistry.Entry
-    private var lock: ReadWriteLock { entry.lock }
-    /// This handle's engine, or the stand-in that answers `.closed` once this handle is closed.
-    private var store: CacheStore { entry.store }
+    /// The entry's lock and engine, kept here so that every call does not fetch them anew.
+    private let lock: ReadWriteLock
+    private let store: CacheStore
     /// Set (under the exclusive lock) when this handle is closed; other handles stay open.
     private var isClosed = false
 
@@ -77,6 +77,8 @@ public final class Cache: @unchecked Sendable {
         entry = try OpenFileRegistry.shared.open(path: path, configuration: .init(
             capacity: options.capacity?.bytes, pageSize: options.pageSize,
             readOnly: options.readOnly, permissions: options.permissions))
+        lock = entry.lock
+        store = entry.store
     }
 
     deinit {
@@ -145,17 +147,32 @@ public final class Cache: @unchecked Sendable {
     /// - Throws: `.corrupt` when the stored value fails its checksum; whatever `body` throws.
     ///
     /// The corresponding C function is `larder_get` (which copies into the caller's buffer).
+    @inlinable
     public func withValue<R>(forKey key: some CacheKey, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
-        let outcome: Result<Result<R, any Error>?, LarderError> = key.withCacheKeyBytes { keyBytes in
-            Result { () throws(LarderError) in
-                try read { () throws(LarderError) in
-                    try store.withValue(forKey: keyBytes) { bytes in
-                        BorrowMarker.borrowing(self) { Result { try body(bytes) } }
-                    }
+        // Inlined into the caller, so that R is a concrete type there: the engine below is not
+        // generic, and no generic metadata is looked up on the read path.
+        var result: R?
+        let found = key.withCacheKeyBytes { keyBytes in
+            Result { try lendValue(forKey: keyBytes) { bytes in result = try body(bytes) } }
+        }
+        return try found.get() ? result : nil
+    }
+
+    /// `withValue` without the generic result: lends the value of `key` to `body`.
+    ///
+    /// - Returns: whether there was a value.
+    @usableFromInline
+    func lendValue(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        var failure: (any Error)?
+        let found = try read { () throws(LarderError) in
+            try store.withValue(forKey: key) { bytes in
+                BorrowMarker.borrowing(self) {
+                    do { try body(bytes) } catch { failure = error }
                 }
             }
         }
-        return try outcome.get()?.get()
+        if let failure { throw failure }
+        return found
     }
 
     /// The value for `key` as `Data`, or `nil` when it is missing or expired.

@@ -16,17 +16,23 @@ extension CacheStore {
         case island(start: Int, end: Int)
     }
 
-    /// The live index segments, as `[start, end)` ranges.
-    var islands: [(start: Int, end: Int)] {
-        [meta.activeIndex, meta.drainingIndex].filter(\.exists).map {
-            ($0.offset, $0.offset + IndexSegment.byteCount(slotCount: $0.slotCount, pageSize: pageSize))
-        }
+    /// A live index segment as a `[start, end)` range, or nil when `location` names none.
+    @inline(__always)
+    private func island(_ location: IndexLocation) -> (start: Int, end: Int)? {
+        guard location.exists else { return nil }
+        return (location.offset, location.offset + IndexSegment.byteCount(slotCount: location.slotCount, pageSize: pageSize))
+    }
+
+    /// The live index segments (at most two), without allocating: this runs on every write.
+    private var activeIsland: (start: Int, end: Int)? { island(meta.activeIndex) }
+    private var drainingIsland: (start: Int, end: Int)? { island(meta.drainingIndex) }
+
+    private var islandBytes: Int {
+        (activeIsland.map { $0.end - $0.start } ?? 0) + (drainingIsland.map { $0.end - $0.start } ?? 0)
     }
 
     /// Bytes of the ring (at full capacity) not taken by index segments.
-    var usableRingBytes: Int {
-        capacity - ringStart - islands.reduce(0) { $0 + ($1.end - $1.start) }
-    }
+    var usableRingBytes: Int { capacity - ringStart - islandBytes }
 
     /// Free bytes kept in front of the head while reclaiming, so that records read since the
     /// tail last passed can be relocated rather than evicted.
@@ -43,9 +49,15 @@ extension CacheStore {
             limit = state.tail
             obstacle = .tail
         }
-        for island in islands + readers.pinnedRanges() where island.start >= head && island.start < limit {
-            limit = island.start
-            obstacle = .island(start: island.start, end: island.end)
+        func consider(_ range: (start: Int, end: Int)?) {
+            guard let range, range.start >= head, range.start < limit else { return }
+            limit = range.start
+            obstacle = .island(start: range.start, end: range.end)
+        }
+        consider(activeIsland)
+        consider(drainingIsland)
+        if !readers.isEmpty {
+            for pinned in readers.pinnedRanges() { consider(pinned) }
         }
         return (limit, obstacle)
     }
@@ -53,12 +65,18 @@ extension CacheStore {
     /// The largest record that can ever be placed: the longest stretch of the ring, at full
     /// capacity, between index segments.
     var largestPlaceableRecord: Int {
+        var first = activeIsland
+        var second = drainingIsland
+        if let a = first, let b = second, b.start < a.start { swap(&first, &second) }
         var longest = 0
         var position = ringStart
-        for island in islands.sorted(by: { $0.start < $1.start }) {
-            longest = max(longest, island.start - position)
-            position = island.end
+        func step(_ range: (start: Int, end: Int)?) {
+            guard let range else { return }
+            longest = max(longest, range.start - position)
+            position = range.end
         }
+        step(first)
+        step(second)
         return max(longest, capacity - position)
     }
 
@@ -67,11 +85,13 @@ extension CacheStore {
     var gapBytes: Int {
         let head = state.head, tail = state.tail
         let empty = state.spanBytes == 0
-        let parked = islands.reduce(0) { total, island in
+        func parked(_ island: (start: Int, end: Int)?) -> Int {
+            guard let island else { return 0 }
             let inGap = empty || (tail > head ? island.start >= head && island.start < tail
                                               : island.start >= head || island.start < tail)
-            return inGap ? total + (island.end - island.start) : total
+            return inGap ? island.end - island.start : 0
         }
+        let parked = parked(activeIsland) + parked(drainingIsland)
         return (ringEnd - ringStart) - state.spanBytes - parked
     }
 

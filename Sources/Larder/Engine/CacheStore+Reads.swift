@@ -24,9 +24,28 @@ extension CacheStore {
         }
     }
 
-    /// How many times a read starts over when writers in other processes keep changing what it
-    /// looks at, before it gives up with `.busy`.
-    static let readAttempts = 10_000
+    /// How long a read keeps starting over while writers of other processes change what it
+    /// looks at (a recovery after a dead writer takes a while), in milliseconds.
+    static let readPatience: UInt64 = 5_000
+
+    /// A read's retries: a few spins, then yielding, then short sleeps, within `readPatience`.
+    struct Retry {
+        var attempts = 0
+        var started: UInt64 = 0
+
+        /// Waits a little before the next attempt; false once patience has run out.
+        mutating func wait() -> Bool {
+            attempts += 1
+            if attempts <= 16 { return true }
+            if attempts == 17 { started = SystemCall.monotonicMilliseconds() }
+            if attempts < 200 {
+                sched_yield()
+            } else {
+                usleep(100)
+            }
+            return SystemCall.monotonicMilliseconds() - started < CacheStore.readPatience
+        }
+    }
 
     /// Reader: whether the record `found` still is what it was: live, same sequence number.
     /// Writers never change a live record's bytes; they mark it dead first (with release
@@ -40,8 +59,10 @@ extension CacheStore {
     }
 
     /// Reader: one consistent look at `key`'s entry. Retries while a writer in another process
-    /// rearranges the index; nil when the key is absent.
-    private func find(_ key: UnsafeRawBufferPointer, attempt: inout Int) throws(LarderError) -> FoundEntry? {
+    /// rearranges the index; nil when the key is absent. A rearrangement that never ends (its
+    /// writer died in the middle and no writer came after) is waited for only so long: the
+    /// answer is then a miss, which a cache may always give, never a wrong value.
+    private func find(_ key: UnsafeRawBufferPointer, retry: inout Retry) throws(LarderError) -> FoundEntry? {
         let hash = KeyHash(key)
         while true {
             let epoch = state.indexEpoch
@@ -51,16 +72,15 @@ extension CacheStore {
                 if !viewIsCurrent { throw LarderError.staleView }
                 return nil
             }
-            try backOff(&attempt)
+            if !retry.wait() { return nil }
         }
     }
 
-    private func backOff(_ attempt: inout Int) throws(LarderError) {
-        attempt += 1
-        if attempt >= CacheStore.readAttempts {
+    /// Waits before a read starts over because its record changed while it was read.
+    private func backOff(_ retry: inout Retry) throws(LarderError) {
+        if !retry.wait() {
             throw LarderError(.busy, "the entry kept changing under concurrent writers", path: path)
         }
-        if attempt > 16 { sched_yield() }
     }
 
     private func damaged(_ found: FoundEntry) -> LarderError {
@@ -89,20 +109,20 @@ extension CacheStore {
                    into destination: (Int) -> UnsafeMutableRawBufferPointer?) throws(LarderError) -> Int? {
         try checkOpen()
         try validateKey(key)
-        var attempt = 0
+        var retry = Retry()
         while true {
-            guard let found = try find(key, attempt: &attempt) else {
+            guard let found = try find(key, retry: &retry) else {
                 countMiss()
                 return nil
             }
             let header = found.header
             if header.isExpiredNow {
-                guard isUnchanged(found) else { try backOff(&attempt); continue }
+                guard isUnchanged(found) else { try backOff(&retry); continue }
                 countMiss()
                 return nil
             }
             guard let target = destination(header.rawLength) else {
-                guard isUnchanged(found) else { try backOff(&attempt); continue }
+                guard isUnchanged(found) else { try backOff(&retry); continue }
                 return header.rawLength
             }
             precondition(target.count >= header.rawLength)
@@ -112,7 +132,7 @@ extension CacheStore {
                 : UnsafeMutableRawBufferPointer(rebasing: target[0..<header.storedLength])
             defer { if header.isCompressed { copy.deallocate() } }
             if header.storedLength > 0 { copy.baseAddress!.copyMemory(from: stored.baseAddress!, byteCount: header.storedLength) }
-            guard isUnchanged(found) else { try backOff(&attempt); continue }
+            guard isUnchanged(found) else { try backOff(&retry); continue }
             let checksum = lrd_crc32c(lrd_crc32c(seed, key.baseAddress, key.count), copy.baseAddress, header.storedLength)
             guard checksum == header.dataChecksum else { throw damaged(found) }
             if header.isCompressed {
@@ -130,15 +150,15 @@ extension CacheStore {
     /// temporary buffer when compressed). The record is pinned in the reader table meanwhile, so
     /// no writer of any process overwrites it. Falls back to a copy when every slot is taken.
     ///
-    /// - Returns: what `body` returns, or nil for a missing or expired key.
-    func withValue<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> R) throws(LarderError) -> R? {
+    /// - Returns: whether there was a value (false for a missing or expired key).
+    func withValue(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) throws(LarderError) -> Bool {
         try checkOpen()
         try validateKey(key)
-        var attempt = 0
+        var retry = Retry()
         while true {
-            guard let found = try find(key, attempt: &attempt) else {
+            guard let found = try find(key, retry: &retry) else {
                 countMiss()
-                return nil
+                return false
             }
             let header = found.header
             // A read-only mapping cannot pin (the table is in the file); it lends a checked copy.
@@ -146,27 +166,31 @@ extension CacheStore {
                 return try lendCopy(forKey: key, body)
             }
             defer { readers.unpin(slot) }
-            guard isUnchanged(found) else { try backOff(&attempt); continue }
+            guard isUnchanged(found) else { try backOff(&retry); continue }
             if header.isExpiredNow {
                 countMiss()
-                return nil
+                return false
             }
             guard header.dataIsIntact(in: file, at: found.offset, seed: seed) else { throw damaged(found) }
             let stored = file.bytes(at: found.offset + RecordHeader.size + header.keyLength, count: header.storedLength)
             countHit(found)
-            guard header.isCompressed else { return body(stored) }
+            guard header.isCompressed else {
+                body(stored)
+                return true
+            }
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(header.rawLength, 1), alignment: 16)
             defer { buffer.deallocate() }
             let value = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<header.rawLength])
             guard LZ4Codec.decompress(stored, into: value) else {
                 throw LarderError(.corrupt, "the compressed value for this key does not decode", path: path)
             }
-            return body(UnsafeRawBufferPointer(value))
+            body(UnsafeRawBufferPointer(value))
+            return true
         }
     }
 
     /// Reader: `withValue` through a private copy, for when no reader slot is free.
-    private func lendCopy<R>(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> R) throws(LarderError) -> R? {
+    private func lendCopy(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) throws(LarderError) -> Bool {
         var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1, alignment: 16)
         defer { buffer.deallocate() }
         let length = try copyValue(forKey: key) { count in
@@ -176,19 +200,21 @@ extension CacheStore {
             }
             return buffer
         }
-        return length.map { body(UnsafeRawBufferPointer(rebasing: buffer[0..<$0])) }
+        guard let length else { return false }
+        body(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
+        return true
     }
 
     /// Reader: whether a live, unexpired entry exists for `key` (no checksum, no statistics).
     func contains(key: UnsafeRawBufferPointer) throws(LarderError) -> Bool {
         try checkOpen()
         try validateKey(key)
-        var attempt = 0
+        var retry = Retry()
         while true {
-            guard let found = try find(key, attempt: &attempt) else { return false }
+            guard let found = try find(key, retry: &retry) else { return false }
             let expired = found.header.isExpiredNow
             if isUnchanged(found) { return !expired }
-            try backOff(&attempt)
+            try backOff(&retry)
         }
     }
 

@@ -87,7 +87,7 @@ extension CacheStore {
         state.beginIndexChange()
         active.clear()
         state.endIndexChange()
-        try writeMeta()
+        try writeMeta(durable: true)
         if oldDraining.exists { RecordHeader.markDead(in: file, at: oldDraining.offset) }
         state.add(UInt64(state.entryCount), to: .removals)
         state.entryCount = 0

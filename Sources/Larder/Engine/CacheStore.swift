@@ -232,7 +232,7 @@ final class CacheStore {
     /// and resets the writer lock and the reader slots. Only a sole writer may call this.
     private func formatSharedPage() throws(LarderError) {
         if !state.isFormatted { state.format() }
-        let rc = lrd_writer_lock_init(file.base + state.base + SharedState.Field.writerLock)
+        let rc = lrd_writer_lock_init(state.writerLockArea)
         if rc != 0 { throw SystemCall.error("initialize the writer lock", errno: rc).at(path) }
         readers.clear()
     }
@@ -317,13 +317,19 @@ final class CacheStore {
         try file.flush(state.base, pageSize)
     }
 
-    /// Writes `meta` to the copy not written last, with the next sequence number.
-    func writeMeta() throws(LarderError) {
+    /// Writes `meta` to the copy not written last, with the next sequence number, and tells
+    /// other processes (change counter).
+    ///
+    /// - Parameter durable: wait until the copy is on disk. Only a clear needs that (it must
+    ///   never be undone); after growth or an index change, a copy lost to a power cut leaves
+    ///   the older copy, which recovery copes with (a smaller ring, an index it re-creates).
+    func writeMeta(durable: Bool = false) throws(LarderError) {
         meta.sequence += 1
         let page = Int(meta.sequence % UInt64(FileLayout.metaPageCount))
         meta.encode(into: file.mutableBytes(at: page * pageSize, count: Meta.encodedSize))
-        try file.flush(page * pageSize, pageSize)
+        if durable { try file.flush(page * pageSize, pageSize) }
         state.changeCounter &+= 1
+        viewChangeCounter = state.changeCounter
     }
 
     // MARK: - Other processes
@@ -358,7 +364,7 @@ final class CacheStore {
     /// is rebuilt first.
     func withWriterLock<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
         try checkWritable()
-        let area = file.base + state.base + SharedState.Field.writerLock
+        let area = state.writerLockArea
         let rc = lrd_writer_lock(area, file.descriptor.rawValue)
         if rc < 0 { throw SystemCall.error("take the writer lock", errno: -rc).at(path) }
         defer { lrd_writer_unlock(area, file.descriptor.rawValue) }

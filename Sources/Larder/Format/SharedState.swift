@@ -1,12 +1,19 @@
+import CLarderSupport
+
 /// The shared-state page (page 2): what changes on every write, updated in place.
 ///
 /// None of it is needed to find data after a crash: an unclean open rebuilds the ring position,
 /// the counts and the index from the self-describing records. That is why these fields carry no
 /// checksum and are not double-buffered like the meta page.
+///
+/// Holds the page's address rather than the file object, so that the hot paths copy a plain
+/// pointer and no reference count. Invariant: used only while the `MappedFile` it was made from
+/// is alive (the `CacheStore` owns both).
 struct SharedState {
-    let file: MappedFile
     /// File offset of the page.
     let base: Int
+    /// The page in the mapping.
+    let page: UnsafeMutableRawPointer
 
     enum Field {
         static let magic = 0, layoutVersion = 8, flags = 12
@@ -40,67 +47,73 @@ struct SharedState {
         var offset: Int { Field.counters + rawValue * 8 }
     }
 
+    /// The page lies inside the mapping (which covers at least the capacity); callers read or
+    /// write it only once the file holds it.
     init(file: MappedFile, pageSize: Int) {
-        self.file = file
-        self.base = FileLayout.statePage * pageSize
+        base = FileLayout.statePage * pageSize
+        precondition(base + pageSize <= file.mappedLength, "the shared-state page is outside the mapping")
+        page = file.base + base
     }
 
-    private func get(_ field: Int) -> UInt64 { file.load(UInt64.self, at: base + field) }
-    private func set(_ field: Int, _ value: UInt64) { file.store(value, at: base + field) }
+    @inline(__always)
+    private func word(_ field: Int) -> UInt64 { UInt64(littleEndian: page.load(fromByteOffset: field, as: UInt64.self)) }
+    @inline(__always)
+    private func setWord(_ field: Int, _ value: UInt64) { page.storeBytes(of: value.littleEndian, toByteOffset: field, as: UInt64.self) }
+    private var flags: UInt32 {
+        get { UInt32(littleEndian: page.load(fromByteOffset: Field.flags, as: UInt32.self)) }
+        nonmutating set { page.storeBytes(of: newValue.littleEndian, toByteOffset: Field.flags, as: UInt32.self) }
+    }
 
     var isFormatted: Bool {
-        file.load(UInt64.self, at: base + Field.magic) == FileLayout.stateMagic
-            && file.load(UInt32.self, at: base + Field.layoutVersion) == SharedState.layoutVersion
+        word(Field.magic) == FileLayout.stateMagic
+            && UInt32(littleEndian: page.load(fromByteOffset: Field.layoutVersion, as: UInt32.self)) == SharedState.layoutVersion
     }
+
+    /// The writer lock's bytes (`Field.writerLockSize` of them).
+    var writerLockArea: UnsafeMutableRawPointer { page + Field.writerLock }
 
     /// Writes a fresh page: magic, version, flags, zeroed ring fields and counters. The writer
     /// lock, the reader slots and the change counter are left alone: on a page another process
     /// is using, they are live.
     func format() {
-        file.zero(base, Field.writerLock)
-        file.zero(base + Field.head, Field.changeCounter - Field.head)
-        file.zero(base + Field.counters, Field.readerTable - Field.counters)
-        set(Field.magic, FileLayout.stateMagic)
-        file.store(SharedState.layoutVersion, at: base + Field.layoutVersion)
+        page.initializeMemory(as: UInt8.self, repeating: 0, count: Field.writerLock)
+        (page + Field.head).initializeMemory(as: UInt8.self, repeating: 0, count: Field.changeCounter - Field.head)
+        (page + Field.counters).initializeMemory(as: UInt8.self, repeating: 0, count: Field.readerTable - Field.counters)
+        setWord(Field.magic, FileLayout.stateMagic)
+        page.storeBytes(of: SharedState.layoutVersion.littleEndian, toByteOffset: Field.layoutVersion, as: UInt32.self)
     }
 
     var isClean: Bool {
-        get { file.load(UInt32.self, at: base + Field.flags) & SharedState.cleanFlag != 0 }
-        nonmutating set {
-            let flags = file.load(UInt32.self, at: base + Field.flags)
-            file.store(newValue ? flags | SharedState.cleanFlag : flags & ~SharedState.cleanFlag, at: base + Field.flags)
-        }
+        get { flags & SharedState.cleanFlag != 0 }
+        nonmutating set { flags = newValue ? flags | SharedState.cleanFlag : flags & ~SharedState.cleanFlag }
     }
 
     var needsRepair: Bool {
-        get { file.load(UInt32.self, at: base + Field.flags) & SharedState.repairFlag != 0 }
-        nonmutating set {
-            let flags = file.load(UInt32.self, at: base + Field.flags)
-            file.store(newValue ? flags | SharedState.repairFlag : flags & ~SharedState.repairFlag, at: base + Field.flags)
-        }
+        get { flags & SharedState.repairFlag != 0 }
+        nonmutating set { flags = newValue ? flags | SharedState.repairFlag : flags & ~SharedState.repairFlag }
     }
 
-    var head: Int { get { Int(truncatingIfNeeded: get(Field.head)) } nonmutating set { set(Field.head, UInt64(newValue)) } }
-    var tail: Int { get { Int(truncatingIfNeeded: get(Field.tail)) } nonmutating set { set(Field.tail, UInt64(newValue)) } }
+    var head: Int { get { Int(truncatingIfNeeded: word(Field.head)) } nonmutating set { setWord(Field.head, UInt64(newValue)) } }
+    var tail: Int { get { Int(truncatingIfNeeded: word(Field.tail)) } nonmutating set { setWord(Field.tail, UInt64(newValue)) } }
     /// Bytes from the tail to the head in ring order, everything included.
-    var spanBytes: Int { get { Int(truncatingIfNeeded: get(Field.spanBytes)) } nonmutating set { set(Field.spanBytes, UInt64(newValue)) } }
-    var nextSequence: UInt64 { get { get(Field.nextSequence) } nonmutating set { set(Field.nextSequence, newValue) } }
-    var entryCount: Int { get { Int(truncatingIfNeeded: get(Field.entryCount)) } nonmutating set { set(Field.entryCount, UInt64(newValue)) } }
-    var liveRawBytes: Int { get { Int(truncatingIfNeeded: get(Field.liveRawBytes)) } nonmutating set { set(Field.liveRawBytes, UInt64(newValue)) } }
-    var liveStoredBytes: Int { get { Int(truncatingIfNeeded: get(Field.liveStoredBytes)) } nonmutating set { set(Field.liveStoredBytes, UInt64(newValue)) } }
-    var liveRecordBytes: Int { get { Int(truncatingIfNeeded: get(Field.liveRecordBytes)) } nonmutating set { set(Field.liveRecordBytes, UInt64(newValue)) } }
-    var migrationCursor: Int { get { Int(truncatingIfNeeded: get(Field.migrationCursor)) } nonmutating set { set(Field.migrationCursor, UInt64(newValue)) } }
+    var spanBytes: Int { get { Int(truncatingIfNeeded: word(Field.spanBytes)) } nonmutating set { setWord(Field.spanBytes, UInt64(newValue)) } }
+    var nextSequence: UInt64 { get { word(Field.nextSequence) } nonmutating set { setWord(Field.nextSequence, newValue) } }
+    var entryCount: Int { get { Int(truncatingIfNeeded: word(Field.entryCount)) } nonmutating set { setWord(Field.entryCount, UInt64(newValue)) } }
+    var liveRawBytes: Int { get { Int(truncatingIfNeeded: word(Field.liveRawBytes)) } nonmutating set { setWord(Field.liveRawBytes, UInt64(newValue)) } }
+    var liveStoredBytes: Int { get { Int(truncatingIfNeeded: word(Field.liveStoredBytes)) } nonmutating set { setWord(Field.liveStoredBytes, UInt64(newValue)) } }
+    var liveRecordBytes: Int { get { Int(truncatingIfNeeded: word(Field.liveRecordBytes)) } nonmutating set { setWord(Field.liveRecordBytes, UInt64(newValue)) } }
+    var migrationCursor: Int { get { Int(truncatingIfNeeded: word(Field.migrationCursor)) } nonmutating set { setWord(Field.migrationCursor, UInt64(newValue)) } }
     var changeCounter: UInt64 {
-        get { file.loadAcquire64(at: base + Field.changeCounter) }
-        nonmutating set { file.storeRelease64(newValue, at: base + Field.changeCounter) }
+        get { lrd_load_acquire_u64(page + Field.changeCounter) }
+        nonmutating set { lrd_store_release_u64(page + Field.changeCounter, newValue) }
     }
 
-    var indexEpoch: UInt64 { file.loadAcquire64(at: base + Field.indexEpoch) }
+    var indexEpoch: UInt64 { lrd_load_acquire_u64(page + Field.indexEpoch) }
 
     /// Brackets a rearrangement of index slots (see `Field.indexEpoch`).
-    func beginIndexChange() { file.storeSequentiallyConsistent64(indexEpoch | 1, at: base + Field.indexEpoch) }
-    func endIndexChange() { file.storeRelease64((indexEpoch | 1) &+ 1, at: base + Field.indexEpoch) }
+    func beginIndexChange() { lrd_store_seq_cst_u64(page + Field.indexEpoch, indexEpoch | 1) }
+    func endIndexChange() { lrd_store_release_u64(page + Field.indexEpoch, (indexEpoch | 1) &+ 1) }
 
-    func counter(_ counter: Counter) -> UInt64 { get(counter.offset) }
-    func add(_ amount: UInt64, to counter: Counter) { set(counter.offset, get(counter.offset) &+ amount) }
+    func counter(_ counter: Counter) -> UInt64 { word(counter.offset) }
+    func add(_ amount: UInt64, to counter: Counter) { setWord(counter.offset, word(counter.offset) &+ amount) }
 }

@@ -16,65 +16,66 @@ import CLarderSupport
 /// sequentially consistent fence between their store and their load, so either the reader sees
 /// the record already dead (and does not lend it) or the writer sees the pin.
 /// A slot whose owner process no longer exists is freed by the next writer that meets it.
+///
+/// Like `SharedState`, it holds addresses in the mapping, valid while the store lives.
 struct ReaderTable {
-    let file: MappedFile
-    let slotsOffset: Int
-    let countOffset: Int
+    let slots: UnsafeMutableRawPointer
+    let count: UnsafeMutableRawPointer
     let slotCount: Int
 
     init(state: SharedState, pageSize: Int) {
-        file = state.file
-        slotsOffset = state.base + SharedState.Field.readerTable
-        countOffset = state.base + SharedState.Field.pinCount
+        slots = state.page + SharedState.Field.readerTable
+        count = state.page + SharedState.Field.pinCount
         slotCount = (pageSize - SharedState.Field.readerTable) / SharedState.readerSlotSize
     }
 
     private static let processID = UInt64(getpid())
 
-    private func slotOffset(_ slot: Int) -> Int { slotsOffset + slot * SharedState.readerSlotSize }
+    private func slot(_ index: Int) -> UnsafeMutableRawPointer { slots + index * SharedState.readerSlotSize }
 
     /// Pins `[start, end)`; nil when every slot is taken (the caller then copies instead).
     func pin(start: Int, end: Int) -> Int? {
-        for slot in 0..<slotCount {
-            let at = slotOffset(slot)
-            guard file.loadAcquire64(at: at) == 0,
-                  file.compareExchange64(at: at, expected: 0, desired: ReaderTable.processID) else { continue }
-            file.storeRelease64(UInt64(start), at: at + 8)
-            file.storeRelease64(UInt64(end), at: at + 16)
-            _ = lrd_fetch_add_u64(file.base + countOffset, 1)
+        for index in 0..<slotCount {
+            let at = slot(index)
+            guard lrd_load_acquire_u64(at) == 0, lrd_cas_u64(at, 0, ReaderTable.processID) != 0 else { continue }
+            lrd_store_release_u64(at + 8, UInt64(start))
+            lrd_store_release_u64(at + 16, UInt64(end))
+            _ = lrd_fetch_add_u64(count, 1)
             lrd_fence_seq_cst()
-            return slot
+            return index
         }
         return nil
     }
 
-    func unpin(_ slot: Int) {
-        let at = slotOffset(slot)
-        file.storeRelease64(0, at: at + 8)
-        file.storeRelease64(0, at: at + 16)
-        _ = lrd_fetch_add_u64(file.base + countOffset, UInt64.max)
-        file.storeRelease64(0, at: at)
+    func unpin(_ index: Int) {
+        let at = slot(index)
+        lrd_store_release_u64(at + 8, 0)
+        lrd_store_release_u64(at + 16, 0)
+        _ = lrd_fetch_add_u64(count, UInt64.max)
+        lrd_store_release_u64(at, 0)
     }
 
     /// Writer: the ranges pinned now, in any process. Frees the slots of processes that died.
-    func pinnedRanges() -> [(start: Int, end: Int)] {
+    /// Whether any record is pinned now, in any process: the writer's fast path.
+    var isEmpty: Bool {
         lrd_fence_seq_cst()
-        guard file.loadAcquire64(at: countOffset) != 0 else { return [] }
+        return lrd_load_acquire_u64(count) == 0
+    }
+
+    func pinnedRanges() -> [(start: Int, end: Int)] {
+        guard !isEmpty else { return [] }
         var ranges: [(start: Int, end: Int)] = []
-        for slot in 0..<slotCount {
-            let at = slotOffset(slot)
-            let owner = file.loadAcquire64(at: at)
+        for index in 0..<slotCount {
+            let at = slot(index)
+            let owner = lrd_load_acquire_u64(at)
             guard owner != 0 else { continue }
             if owner != ReaderTable.processID && lrd_process_exists(Int64(truncatingIfNeeded: owner)) == 0 {
-                if file.compareExchange64(at: at + 8, expected: file.loadAcquire64(at: at + 8), desired: 0) {
-                    file.storeRelease64(0, at: at + 16)
-                    _ = lrd_fetch_add_u64(file.base + countOffset, UInt64.max)
-                    file.storeRelease64(0, at: at)
-                }
+                // Its owner is gone; whoever frees the slot first gives the count back.
+                if lrd_cas_u64(at, owner, 0) != 0 { _ = lrd_fetch_add_u64(count, UInt64.max) }
                 continue
             }
-            let start = Int(truncatingIfNeeded: file.loadAcquire64(at: at + 8))
-            let end = Int(truncatingIfNeeded: file.loadAcquire64(at: at + 16))
+            let start = Int(truncatingIfNeeded: lrd_load_acquire_u64(at + 8))
+            let end = Int(truncatingIfNeeded: lrd_load_acquire_u64(at + 16))
             if end > start { ranges.append((start, end)) }
         }
         return ranges
@@ -82,7 +83,7 @@ struct ReaderTable {
 
     /// Empties the table: only when no other process has the file open.
     func clear() {
-        file.zero(slotsOffset, slotCount * SharedState.readerSlotSize)
-        file.storeRelease64(0, at: countOffset)
+        slots.initializeMemory(as: UInt8.self, repeating: 0, count: slotCount * SharedState.readerSlotSize)
+        lrd_store_release_u64(count, 0)
     }
 }

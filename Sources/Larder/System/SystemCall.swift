@@ -34,6 +34,13 @@ enum SystemCall {
         }
     }
 
+    /// Milliseconds from an arbitrary start that never jumps (for timeouts).
+    static func monotonicMilliseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) &* 1000 &+ UInt64(ts.tv_nsec / 1_000_000)
+    }
+
     /// Milliseconds since the Unix epoch, from the wall clock (expiry times are wall-clock times,
     /// shared between processes). Served from the vDSO / commpage: no system call.
     static func nowMilliseconds() -> UInt64 {
