@@ -133,7 +133,12 @@ struct MultiProcessTests {
         await #expect(processExitsWith: .success) { [path = path as String] in
             signal(SIGXFSZ, SIG_IGN)
             var limit = rlimit(rlim_cur: 2 << 20, rlim_max: 2 << 20)
-            guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0 else { exit(4) }
+            #if canImport(Glibc)
+            let resource = Int32(RLIMIT_FSIZE.rawValue)
+            #else
+            let resource = RLIMIT_FSIZE
+            #endif
+            guard setrlimit(resource, &limit) == 0 else { exit(4) }
             let cache = try Cache(path: path, options: .init(capacity: .megabytes(64)))
             var stored = 0
             do {

@@ -49,7 +49,7 @@ final class OpenFileRegistry: @unchecked Sendable {
         let store = try CacheStore.open(path: path, configuration: configuration)
         var info = stat()
         fstat(store.file.descriptor.rawValue, &info)
-        let key = Key(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), readOnly: configuration.readOnly)
+        let key = Key(device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino), readOnly: configuration.readOnly)
         let entry = Entry(store: store, key: key)
         entries[key] = entry
         return entry
@@ -68,6 +68,6 @@ final class OpenFileRegistry: @unchecked Sendable {
     private static func key(path: String, readOnly: Bool) -> Key? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
-        return Key(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), readOnly: readOnly)
+        return Key(device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino), readOnly: readOnly)
     }
 }
