@@ -1,4 +1,5 @@
 import Foundation
+import Larder
 
 /// Reads from two threads or two processes against one; reads while a writer writes.
 struct ConcurrencyResult: Codable, Sendable {
@@ -169,6 +170,12 @@ enum Concurrency {
                 reader.append(mixed[0].opsPerSecond)
                 writer.append(mixed[1].opsPerSecond)
             }
+        }
+        // Whether misses could be evictions (the writer filling the capacity).
+        if !problems.isEmpty, p.peer.isLarder, let cache = try? Cache(path: Store.larderPath(in: p.directory)) {
+            let stats = cache.stats
+            problems.insert("afterwards the cache holds \(stats.entryCount) of \(p.keys) keys and counts \(stats.evictions) evictions")
+            try? cache.close()
         }
         try? FileManager.default.removeItem(atPath: p.directory)
         return (Stats.median(one), Stats.median(two), reader.isEmpty ? nil : Stats.median(reader),

@@ -73,7 +73,7 @@ struct Report {
         for size in valueSizes {
             for w in workloads {
                 guard let ceiling = opsPerSecond(.memhash, size, w), ceiling > 0 else { continue }
-                for peer in [PeerKind.larderC, .larderSwift, .larderSwiftLend] {
+                for peer in [PeerKind.larderC, .larderSwift] {
                     guard let ops = opsPerSecond(peer, size, w) else { continue }
                     let r = ops / ceiling
                     if worst == nil || r < worst!.0 { worst = (r, "\(peer.rawValue), \(w.title), \(Self.size(size))") }
@@ -274,7 +274,8 @@ struct Report {
         out.append(Self.table(["", ""], [
             ["fill", Self.rate(s.fillOpsPerSecond) + " puts/s"],
             ["file size (capacity)", "\(Self.bytes(s.fileBytes)) (\(Self.bytes(s.capacity)))"],
-            ["clean open", String(format: "%.2f ms", s.cleanOpenMilliseconds)],
+            ["clean open (median; fastest–slowest)", String(format: "%.2f ms", s.cleanOpenMilliseconds)
+                + (s.cleanOpenRange.map { String(format: " (%.2f–%.2f)", $0[0], $0[1]) } ?? "")],
             ["open after kill -9 (recovery)", String(format: "%.0f ms, %d entries back", s.recoveryMilliseconds, s.recoveredEntries)],
             ["index bytes per entry", String(format: "%.1f", s.indexBytesPerEntry)],
             ["record bytes per entry beyond key and value", String(format: "%.1f", s.recordOverheadPerEntry)],
@@ -309,7 +310,9 @@ struct Report {
         and runs `larder-bench`; `Benchmarks/run --full` adds the 10-million-entry scale test and longer loops.
         - Every C-side store (the C hash table, SQLite, LMDB, tkrzw, one file per key, Larder's C ABI) is driven \
         by the same C loop (`Sources/CPeers/loop.c`) through one vtable; Larder's Swift API by a Swift loop \
-        that mirrors it line by line (`Sources/larder-bench/SwiftLoop.swift`). Swift only orchestrates.
+        that mirrors it line by line (`Sources/larder-bench/SwiftLoop.swift`), reading with \
+        `copyValue(forKey:into:)`, the counterpart of `larder_get`; the row *Swift, withValue* reads by \
+        borrowing the value with `withValue(forKey:_:)` and copying it out. Swift only orchestrates.
         - Keys, values and operation sequences are made before the clock starts, from fixed seeds. \
         Throughput is operations over the whole loop; latency is every 16th operation timed on its own with \
         `clock_gettime(CLOCK_MONOTONIC)` (so it includes about 20 ns of clock reading).
@@ -328,6 +331,20 @@ struct Report {
 
     // MARK: - Chart
 
+    /// Larder in greens, the ceiling in grey, each peer a colour of its own.
+    static func color(_ peer: PeerKind) -> String {
+        switch peer {
+        case .memhash: "#8c8c8c"
+        case .larderC: "#1b7837"
+        case .larderSwift: "#5aae61"
+        case .larderSwiftLend: "#a6dba0"
+        case .tkrzw: "#e08214"
+        case .lmdb: "#2166ac"
+        case .sqlite: "#762a83"
+        case .files: "#d6604d"
+        }
+    }
+
     /// A PNG of the main table: one panel per value size, ops/s on a log scale.
     func drawChart(to path: String, scratch: String) throws {
         guard !results.suites.isEmpty else { return }
@@ -345,7 +362,7 @@ struct Report {
             set logscale y
             set format y '10^{%L}'
             set grid ytics
-            set key outside top center horizontal font 'Sans,8'
+            set key outside bottom center horizontal font 'Sans,8'
             set xtics nomirror
             set yrange [100:*]
 
@@ -359,8 +376,8 @@ struct Report {
             try lines.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
             let keys = results.suites.first { $0.valueSize == size }?.keys ?? 0
             script += "set title '\(Self.size(size)) values, \(keys) keys'\n"
-            script += "plot " + peers.indices.map { i in
-                "'\(file)' using \(i + 2):xtic(1) title columnheader(\(i + 2))"
+            script += "plot " + peers.enumerated().map { i, peer in
+                "'\(file)' using \(i + 2):xtic(1) title columnheader(\(i + 2)) linecolor rgb '\(Self.color(peer))'"
             }.joined(separator: ", ") + "\n"
         }
         script += "unset multiplot\n"

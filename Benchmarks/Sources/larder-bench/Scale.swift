@@ -17,6 +17,7 @@ struct ScaleResult: Codable, Sendable {
     /// The whole file beyond keys and values, per live entry.
     var fileOverheadPerEntry: Double
     var cleanOpenMilliseconds: Double
+    var cleanOpenRange: [Double]?
     var recoveryMilliseconds: Double
     var recoveredEntries: Int
     var problems: [String]
@@ -74,7 +75,7 @@ enum Scale {
         let liveData = Double(stats.liveBytes + dataBytes - entries * valueSize)
 
         var opens: [Double] = []
-        for _ in 0..<max(reps, 3) {
+        for _ in 0..<max(reps, 5) {
             var opened: Cache?
             opens.append(try System.seconds { opened = try Cache(path: path) } * 1000)
             if opened?.count != stats.entryCount { problems.append("a clean open found \(opened?.count ?? -1) entries") }
@@ -99,7 +100,8 @@ enum Scale {
                            indexBytesPerEntry: Double(slots * 8) / Double(live),
                            recordOverheadPerEntry: (Double(stats.recordBytes) - liveData) / Double(live),
                            fileOverheadPerEntry: (Double(stats.fileBytes) - liveData) / Double(live),
-                           cleanOpenMilliseconds: Stats.median(opens), recoveryMilliseconds: Stats.median(recoveries),
+                           cleanOpenMilliseconds: Stats.median(opens), cleanOpenRange: [opens.min()!, opens.max()!],
+                           recoveryMilliseconds: Stats.median(recoveries),
                            recoveredEntries: recovered, problems: problems)
     }
 

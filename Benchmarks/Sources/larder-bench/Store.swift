@@ -32,6 +32,7 @@ enum PeerKind: String, CaseIterable, Codable, Sendable {
     }
 
     var isSwift: Bool { self == .larderSwift || self == .larderSwiftLend }
+    var isLarder: Bool { isSwift || self == .larderC }
 
     /// Whether threads share one handle (otherwise each opens its own).
     var sharedHandle: Bool { cPeer.map { $0.pointee.shared_handle != 0 } ?? true }
