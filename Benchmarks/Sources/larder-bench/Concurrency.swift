@@ -33,15 +33,15 @@ struct ConcurrencyParameters: Codable, Sendable {
 
 enum Concurrency {
     /// Enough operations that no loop runs out before its time limit.
-    static let opsPerThread = 6_000_000
+    static func opsPerThread(_ p: ConcurrencyParameters) -> Int { Int(max(3e6, p.seconds * 6e6)) }
 
     static func readOps(_ p: ConcurrencyParameters, seed: Int) -> [UInt32] {
-        Workload.read.operations(keys: p.keys, count: opsPerThread, seed: 1000 + UInt64(seed))
+        Workload.read.operations(keys: p.keys, count: opsPerThread(p), seed: 1000 + UInt64(seed))
     }
 
     static func writeOps(_ p: ConcurrencyParameters) -> [UInt32] {
         var rng = SplitMix64(seed: 77)
-        return (0..<opsPerThread).map { _ in Op.put(rng.next(below: p.keys)) }
+        return (0..<opsPerThread(p)).map { _ in Op.put(rng.next(below: p.keys)) }
     }
 
     static func fill(_ p: ConcurrencyParameters, _ data: Dataset) throws -> Store {

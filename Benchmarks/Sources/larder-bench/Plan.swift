@@ -18,10 +18,10 @@ struct Plan: Codable, Sendable {
     var peers: [PeerKind] = [.memhash, .larderC, .larderSwift, .larderSwiftLend, .tkrzw, .lmdb, .sqlite, .files]
     var reps = 3
     /// Time limit of each read and update loop.
-    var seconds = 0.4
+    var seconds = 0.3
     var opsCount = 2_000_000
     var concurrencyKeys = 200_000
-    var concurrencySeconds = 1.0
+    var concurrencySeconds = 0.5
     var evictionObjects = 100_000
     var evictionValueSize = 1024
     var scaleEntries = 1_000_000
@@ -29,17 +29,20 @@ struct Plan: Codable, Sendable {
     var sections: Set<String> = ["main", "concurrency", "eviction", "scale", "lz4"]
     static let allSections = ["main", "concurrency", "eviction", "scale", "lz4"]
 
+    /// The full run: the 10-million-entry scale test, a million-key eviction trace, twice the
+    /// keys, longer loops and more repetitions (most of an hour on 2 cores, the file-per-key
+    /// store taking the largest share).
     mutating func makeFull() {
         full = true
-        sizes = [SizedKeys(100, 1_000_000), SizedKeys(1024, 500_000), SizedKeys(16 << 10, 60_000), SizedKeys(1 << 20, 1000)]
+        sizes = [SizedKeys(100, 400_000), SizedKeys(1024, 200_000), SizedKeys(16 << 10, 32_000), SizedKeys(1 << 20, 512)]
         reps = 5
-        seconds = 2
-        opsCount = 10_000_000
-        concurrencyKeys = 1_000_000
-        concurrencySeconds = 3
+        seconds = 1
+        opsCount = 5_000_000
+        concurrencyKeys = 400_000
+        concurrencySeconds = 2
         evictionObjects = 1_000_000
         scaleEntries = 10_000_000
-        compressionSizes = [SizedKeys(256, 400_000), SizedKeys(4096, 60_000), SizedKeys(64 << 10, 4000)]
+        compressionSizes = [SizedKeys(256, 200_000), SizedKeys(4096, 32_000), SizedKeys(64 << 10, 2000)]
     }
 }
 

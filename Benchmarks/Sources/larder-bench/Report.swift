@@ -307,7 +307,11 @@ struct Report {
 
         - `Benchmarks/` is a package of its own (users of Larder never pull in the peers). `Benchmarks/run` \
         installs what is missing (libsqlite3-dev, liblmdb-dev, libtkrzw-dev, gnuplot), builds in release mode \
-        and runs `larder-bench`; `Benchmarks/run --full` adds the 10-million-entry scale test and longer loops.
+        and runs `larder-bench` (quick mode: about ten minutes on 2 cores). `Benchmarks/run --full` takes the \
+        10-million-entry scale test, a million-key eviction trace, twice the keys, longer loops and five \
+        repetitions. `Benchmarks/run report` writes this file again from the last run's saved results (after \
+        editing `Benchmarks/ANALYSIS.md`); `Benchmarks/profile PEER SIZE` counts instructions per call with \
+        callgrind.
         - Every C-side store (the C hash table, SQLite, LMDB, tkrzw, one file per key, Larder's C ABI) is driven \
         by the same C loop (`Sources/CPeers/loop.c`) through one vtable; Larder's Swift API by a Swift loop \
         that mirrors it line by line (`Sources/larder-bench/SwiftLoop.swift`), reading with \
