@@ -47,15 +47,17 @@ extension CacheStore {
         }
     }
 
-    /// Reader: whether the record `found` still is what it was: live, same sequence number.
-    /// Writers never change a live record's bytes; they mark it dead first (with release
-    /// ordering), so an unchanged record means the bytes read meanwhile were its own.
+    /// Reader: whether the record `found` still is what it was: live, same sequence number,
+    /// and no meta change since this view was taken. Writers never change a live record's bytes;
+    /// they mark it dead first, or (clearing) move the change counter first, with a fence, so an
+    /// unchanged record means the bytes read meanwhile were its own.
     @inline(__always)
     func isUnchanged(_ found: FoundEntry) -> Bool {
         lrd_fence_acquire()
         let word = UInt64(littleEndian: file.loadAcquire64(at: found.offset))
         return word & RecordHeader.Word0.liveBit != 0
             && file.load(UInt64.self, at: found.offset + RecordHeader.Field.sequence) == found.header.sequence
+            && viewIsCurrent
     }
 
     /// Reader: one consistent look at `key`'s entry. Retries while a writer in another process
@@ -76,8 +78,10 @@ extension CacheStore {
         }
     }
 
-    /// Waits before a read starts over because its record changed while it was read.
+    /// Waits before a read starts over because its record changed while it was read; when the
+    /// change was another process's meta write, the caller takes up the new view first.
     private func backOff(_ retry: inout Retry) throws(LarderError) {
+        if !viewIsCurrent { throw LarderError.staleView }
         if !retry.wait() {
             throw LarderError(.busy, "the entry kept changing under concurrent writers", path: path)
         }

@@ -51,8 +51,12 @@ extension CacheStore {
         // The record is complete; only now does the index point at it.
         let slot = HashTable.slot(tag: hash.tag, offset: offset)
         if let old = lookup(key, hash: hash) {
+            // A reader of another process may hold the old slot and find its record dead
+            // before it sees the new one: the epoch makes it look again instead of missing.
+            state.beginIndexChange()
             (old.inDraining ? draining! : active)[old.slotIndex] = slot
             RecordHeader.markDead(in: file, at: old.offset)
+            state.endIndexChange()
             state.liveRawBytes -= old.header.rawLength
             state.liveStoredBytes -= old.header.storedLength
             state.liveRecordBytes -= old.header.totalSize

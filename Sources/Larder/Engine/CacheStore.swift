@@ -28,6 +28,10 @@ final class CacheStore {
         /// Held shared by every read-write handle for as long as it is open. Whoever can take it
         /// exclusively is the only writer: it may recover the file, and on close mark it clean.
         static let writers: UInt64 = 1
+        /// Held shared by every handle, read-only ones included. Only a writer that can take it
+        /// exclusively, alone with the file, may change the capacity (every process maps the
+        /// capacity it found).
+        static let users: UInt64 = 3
     }
 
     let file: MappedFile
@@ -107,6 +111,8 @@ final class CacheStore {
             if !readOnly && !soleWriter {
                 try descriptor.lock(byte: LockByte.writers, .shared, wait: true)
             }
+            var alone = false
+            if soleWriter { alone = try descriptor.lock(byte: LockByte.users, .exclusive, wait: false) }
             let store: CacheStore
             let copies: MetaCopies = try descriptor.size() == 0 ? .unformatted : try readMetaCopies(descriptor)
             switch copies {
@@ -117,12 +123,13 @@ final class CacheStore {
                 store = try create(descriptor, configuration: configuration, owner: &owner)
             case .valid(let metas):
                 store = try openExisting(descriptor, meta: chooseMeta(metas), configuration: configuration,
-                                         soleWriter: soleWriter, owner: &owner)
+                                         soleWriter: soleWriter, alone: alone, owner: &owner)
             }
             if soleWriter {
                 // From now on other writers may join.
                 try descriptor.lock(byte: LockByte.writers, .shared, wait: true)
             }
+            try descriptor.lock(byte: LockByte.users, .shared, wait: true)
             try descriptor.lock(byte: LockByte.transition, .unlock, wait: false)
             return store
         } catch {
@@ -168,12 +175,12 @@ final class CacheStore {
     }
 
     private static func openExisting(_ descriptor: FileDescriptor, meta: Meta, configuration: Configuration,
-                                     soleWriter: Bool, owner: inout MappedFile?) throws(LarderError) -> CacheStore {
+                                     soleWriter: Bool, alone: Bool, owner: inout MappedFile?) throws(LarderError) -> CacheStore {
         var meta = meta
         // A newer writer may have added things this code would not maintain: look, don't touch.
         let readOnly = configuration.readOnly || meta.writeVersion > FileLayout.formatVersion
         var metaChanged = false
-        if soleWriter, let requested = configuration.capacity.map({ FileLayout.alignUp($0, meta.pageSize) }),
+        if alone, !readOnly, let requested = configuration.capacity.map({ FileLayout.alignUp($0, meta.pageSize) }),
            requested != meta.capacity, requested >= meta.fileSize {
             // Growing is free; shrinking is possible while the file has not grown past the new
             // size. Only a sole writer may: every process maps the capacity it found.
@@ -329,6 +336,9 @@ final class CacheStore {
         meta.encode(into: file.mutableBytes(at: page * pageSize, count: Meta.encodedSize))
         if durable { try file.flush(page * pageSize, pageSize) }
         state.changeCounter &+= 1
+        // Before any later store: readers of other processes that see bytes written after this
+        // point must also see the counter move (they check it after copying).
+        lrd_fence_seq_cst()
         viewChangeCounter = state.changeCounter
     }
 
@@ -374,10 +384,7 @@ final class CacheStore {
             lrd_writer_lock_consistent(area)
         }
         try refreshView()
-        if state.needsRepair {
-            try rebuild()
-            state.needsRepair = false
-        }
+        if state.needsRepair { try rebuild() }
         return try body()
     }
 
@@ -406,6 +413,7 @@ final class CacheStore {
         let descriptor = file.descriptor
         _ = try? descriptor.lock(byte: LockByte.transition, isReadOnly ? .shared : .exclusive, wait: true)
         defer {
+            _ = try? descriptor.lock(byte: LockByte.users, .unlock, wait: false)
             _ = try? descriptor.lock(byte: LockByte.writers, .unlock, wait: false)
             _ = try? descriptor.lock(byte: LockByte.transition, .unlock, wait: false)
         }

@@ -69,8 +69,10 @@ extension CacheStore {
         moved.write(to: file, at: destination, seed: seed)
         let key = file.bytes(at: offset + RecordHeader.size, count: header.keyLength)
         let tag = KeyHash(key).tag
+        state.beginIndexChange()
         repointIndex(from: HashTable.slot(tag: tag, offset: offset), to: HashTable.slot(tag: tag, offset: destination))
         RecordHeader.markDead(in: file, at: offset)
+        state.endIndexChange()
         state.add(1, to: .relocations)
         // The head advances and the tail passes the original: the span keeps its length.
         state.head = destination + size

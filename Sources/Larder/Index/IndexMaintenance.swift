@@ -41,8 +41,10 @@ extension CacheStore {
 
     /// Reader: the header of the live, valid entry at `offset`, or nil for anything else.
     func entryHeader(at offset: Int) -> RecordHeader? {
-        guard offset >= ringStart, offset < ringEnd,
-              let header = RecordHeader.read(from: file, at: offset, limit: ringEnd, seed: seed),
+        // Never past what this process has of the file, whatever the meta page says.
+        let limit = min(ringEnd, file.size)
+        guard offset >= ringStart, offset < limit,
+              let header = RecordHeader.read(from: file, at: offset, limit: limit, seed: seed),
               header.kind == .entry, header.isLive, header.sequence >= meta.firstValidSequence else { return nil }
         return header
     }

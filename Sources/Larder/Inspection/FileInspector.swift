@@ -51,7 +51,7 @@
         ringEnd = min(meta.fileSize, diskSize & ~(FileLayout.recordAlignment - 1))
         summary = FileSummary(meta, sequenceInUse: meta.sequence, diskSize: diskSize)
         let statePage = FileLayout.statePage * meta.pageSize
-        state = mapped.contains(statePage, SharedState.Field.readerTable)
+        state = mapped.contains(statePage, meta.pageSize)
             ? StateSnapshot(SharedState(file: mapped, pageSize: meta.pageSize), meta: meta, ringEnd: ringEnd)
             : nil
     }

@@ -20,6 +20,9 @@ extension CacheStore {
         }
         let counters = state.isFormatted ? SharedState.Counter.allCases.map { state.counter($0) } : nil
         state.format()
+        // Formatting cleared the flags: until this rebuild has finished, the file needs repair,
+        // whatever happens to it or to this process.
+        state.needsRepair = true
         if let counters {
             for (counter, value) in zip(SharedState.Counter.allCases, counters) { state.add(value, to: counter) }
         }
@@ -72,6 +75,7 @@ extension CacheStore {
         state.nextSequence = max(newest.sequence + 1, meta.firstValidSequence, 2)
         try placeIndex(scratch, reusable: islands)
         try file.flush()
+        state.needsRepair = false
     }
 
     /// Adds the live entry at `offset` to `scratch`, unless a newer record of the same key is
@@ -148,31 +152,34 @@ extension CacheStore {
                 && IndexSegment.byteCount(slotCount: slotCount, pageSize: pageSize) > (capacity - ringStart) / 3 {
             slotCount /= 2
         }
-        let previous = meta.drainingIndex
-        meta.drainingIndex = .none
+        // Segments that are not valid are no islands: the ring may use their space.
+        if !islands.contains(meta.drainingIndex) { meta.drainingIndex = .none }
+        if !islands.contains(meta.activeIndex) { meta.activeIndex = .none }
+        // The old segments stay islands, untouched, until the meta page no longer names them:
+        // other processes may still be looking through them.
+        var retired = [meta.drainingIndex].filter(\.exists)
         draining = nil
-        if islands.contains(previous) { RecordHeader.markDead(in: file, at: previous.offset) }
-
-        if islands.contains(meta.activeIndex), meta.activeIndex.slotCount >= slotCount,
+        if meta.activeIndex.exists, meta.activeIndex.slotCount >= slotCount,
            let table = IndexSegment.table(in: file, at: meta.activeIndex, pageSize: pageSize, seed: seed) {
             active = table
         } else {
             // The scratch table stands in as the index while the ring makes room, so that any
             // eviction this causes is reflected in it.
             active = scratch.table
-            if !islands.contains(meta.activeIndex) { meta.activeIndex = .none }
             let bytes = IndexSegment.byteCount(slotCount: slotCount, pageSize: pageSize)
             let offset = try reserve(bytes, alignment: pageSize)
             IndexSegment.format(in: file, at: offset, slotCount: slotCount, byteCount: bytes,
                                 sequence: takeSequence(), now: SystemCall.nowMilliseconds(), seed: seed)
             advanceHead(past: bytes)
-            if meta.activeIndex.exists { RecordHeader.markDead(in: file, at: meta.activeIndex.offset) }
-            meta.activeIndex = IndexLocation(offset: offset, slotCount: slotCount)
-            guard let table = IndexSegment.table(in: file, at: meta.activeIndex, pageSize: pageSize, seed: seed) else {
+            if meta.activeIndex.exists { retired.append(meta.activeIndex) }
+            let location = IndexLocation(offset: offset, slotCount: slotCount)
+            guard let table = IndexSegment.table(in: file, at: location, pageSize: pageSize, seed: seed) else {
                 throw LarderError(.corrupt, "could not place a new index segment", path: path)
             }
+            meta.activeIndex = location
             active = table
         }
+        meta.drainingIndex = .none
         active.clear()
         let limit = active.loadLimit
         var placed = 0
@@ -188,5 +195,6 @@ extension CacheStore {
             }
         }
         try writeMeta()
+        for segment in retired { RecordHeader.markDead(in: file, at: segment.offset) }
     }
 }
