@@ -16,7 +16,7 @@ timeout "$limit" "$swift" writer "$file" "$seconds" 22 & sw=$!
 timeout "$limit" "$c" reader "$file" "$seconds" 33 & cr=$!
 timeout "$limit" "$swift" reader "$file" "$seconds" 44 & sr=$!
 "$c" writer "$file" 60 55 > /dev/null & victim=$!
-sleep "$(echo "$seconds / 2" | bc -l)"
+sleep "$(( ${seconds%.*} / 2 ))"
 kill -KILL "$victim"
 wait "$victim" 2>/dev/null
 
