@@ -56,6 +56,26 @@ static uint32_t crc_hardware(uint32_t crc, const uint8_t *p, size_t n) {
     return c32;
 }
 
+__attribute__((target("sse4.2")))
+static uint32_t crc_copy_hardware(uint32_t crc, uint8_t *d, const uint8_t *p, size_t n) {
+    uint64_t c = crc;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c = _mm_crc32_u64(c, w);
+        memcpy(d, &w, 8);
+        p += 8;
+        d += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--) {
+        c32 = _mm_crc32_u8(c32, *p);
+        *d++ = *p++;
+    }
+    return c32;
+}
+
 static int hardware_available(void) {
     static int cached = -1;
     int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
@@ -107,6 +127,27 @@ static int hardware_available(void) {
 static uint32_t crc_hardware(uint32_t crc, const uint8_t *p, size_t n) { return crc_software(crc, p, n); }
 static int hardware_available(void) { return 0; }
 #endif
+
+#if !defined(__x86_64__)
+/* Elsewhere the copy and the checksum are two passes (the ARM CRC loop is short already). */
+static uint32_t crc_copy_hardware(uint32_t crc, uint8_t *d, const uint8_t *p, size_t n) {
+    memcpy(d, p, n);
+    return crc_hardware(crc, p, n);
+}
+#endif
+
+uint32_t lrd_crc32c_copy(uint32_t crc, void *destination, const void *source, size_t length) {
+    uint8_t *d = (uint8_t *)destination;
+    const uint8_t *p = (const uint8_t *)source;
+    crc = ~crc;
+    if (hardware_available()) {
+        crc = crc_copy_hardware(crc, d, p, length);
+    } else {
+        memcpy(d, p, length);
+        crc = crc_software(crc, d, length);
+    }
+    return ~crc;
+}
 
 uint32_t lrd_crc32c(uint32_t crc, const void *data, size_t length) {
     const uint8_t *p = (const uint8_t *)data;

@@ -40,6 +40,20 @@ struct ChecksumAndHashTests {
         }
     }
 
+    @Test func copyingWithTheChecksumEqualsCopyingThenChecksumming() {
+        let source = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
+        for length in [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 299, 300] {
+            var destination = [UInt8](repeating: 0, count: 300)
+            let fused = source.withUnsafeBytes { from in
+                destination.withUnsafeMutableBytes { lrd_crc32c_copy(0x1234, $0.baseAddress, from.baseAddress, length) }
+            }
+            let separate = source.withUnsafeBytes { lrd_crc32c(0x1234, $0.baseAddress, length) }
+            #expect(fused == separate, "length \(length)")
+            #expect(destination.prefix(length).elementsEqual(source.prefix(length)))
+            #expect(destination.dropFirst(length).allSatisfy { $0 == 0 })
+        }
+    }
+
     @Test func xxh64MatchesReferenceVectors() {
         #expect(xxh64([]) == 0xEF46_DB37_51D8_E999)
         #expect(xxh64(Array("a".utf8)) == 0xD24E_C4F1_A98C_6E5B)

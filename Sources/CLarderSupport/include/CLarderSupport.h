@@ -21,6 +21,10 @@ extern "C" {
  * Uses SSE4.2 or the ARMv8 CRC instructions when the CPU has them. */
 uint32_t lrd_crc32c(uint32_t crc, const void *data, size_t length);
 
+/* Copies `length` bytes from `source` to `destination` (not overlapping) and returns the CRC32C of
+ * them chained onto `crc`, in one pass. */
+uint32_t lrd_crc32c_copy(uint32_t crc, void *destination, const void *source, size_t length);
+
 /* XXH64 with the given seed, bit-exact with the reference xxHash. */
 uint64_t lrd_xxh64(const void *data, size_t length, uint64_t seed);
 

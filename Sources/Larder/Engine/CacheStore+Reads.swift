@@ -135,9 +135,10 @@ extension CacheStore {
                 ? UnsafeMutableRawBufferPointer.allocate(byteCount: max(header.storedLength, 1), alignment: 16)
                 : UnsafeMutableRawBufferPointer(rebasing: target[0..<header.storedLength])
             defer { if header.isCompressed { copy.deallocate() } }
-            if header.storedLength > 0 { copy.baseAddress!.copyMemory(from: stored.baseAddress!, byteCount: header.storedLength) }
+            // One pass copies and checksums; the checksum is of the copy, whatever the map holds.
+            let checksum = lrd_crc32c_copy(lrd_crc32c(seed, key.baseAddress, key.count),
+                                           copy.baseAddress, stored.baseAddress, header.storedLength)
             guard isUnchanged(found) else { try backOff(&retry); continue }
-            let checksum = lrd_crc32c(lrd_crc32c(seed, key.baseAddress, key.count), copy.baseAddress, header.storedLength)
             guard checksum == header.dataChecksum else { throw damaged(found) }
             if header.isCompressed {
                 guard LZ4Codec.decompress(UnsafeRawBufferPointer(rebasing: copy[0..<header.storedLength]),

@@ -30,7 +30,7 @@ extension CacheStore {
         var foundOffset = 0
         let slot = table.find(tag: hash.tag) { offset in
             guard let header = entryHeader(at: offset), header.keyLength == key.count,
-                  keyBytes(at: offset, header: header).elementsEqual(key) else { return false }
+                  keyBytes(at: offset, header: header).sameBytes(as: key) else { return false }
             found = header
             foundOffset = offset
             return true

@@ -86,7 +86,7 @@ extension CacheStore {
         var rival: (offset: Int, header: RecordHeader)?
         let index = scratch.table.find(tag: tag) { candidate in
             guard let other = RecordHeader.read(from: file, at: candidate, limit: ringEnd, seed: seed),
-                  other.keyLength == key.count, keyBytes(at: candidate, header: other).elementsEqual(key) else { return false }
+                  other.keyLength == key.count, keyBytes(at: candidate, header: other).sameBytes(as: key) else { return false }
             rival = (candidate, other)
             return true
         }
