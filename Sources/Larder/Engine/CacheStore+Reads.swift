@@ -107,9 +107,11 @@ extension CacheStore {
     /// over the bytes copied. `destination` may return nil to skip the copy (a buffer too small);
     /// it may be called again when a read starts over.
     ///
+    /// - Parameter includingExpired: Return an expired entry too, while it is still in the file
+    ///   (the stale copy an offline-first read falls back on).
     /// - Returns: the value's length, or nil for a missing or expired key.
     /// - Throws: `.corrupt` for a damaged record.
-    func copyValue(forKey key: UnsafeRawBufferPointer,
+    func copyValue(forKey key: UnsafeRawBufferPointer, includingExpired: Bool = false,
                    into destination: (Int) -> UnsafeMutableRawBufferPointer?) throws(LarderError) -> Int? {
         try checkOpen()
         try validateKey(key)
@@ -120,7 +122,7 @@ extension CacheStore {
                 return nil
             }
             let header = found.header
-            if header.isExpiredNow {
+            if !includingExpired && header.isExpiredNow {
                 guard isUnchanged(found) else { try backOff(&retry); continue }
                 countMiss()
                 return nil
