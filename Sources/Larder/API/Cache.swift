@@ -16,6 +16,8 @@ import Foundation
 /// The corresponding C type is `larder`, opened with `larder_open`.
 public final class Cache: @unchecked Sendable {
     /// How a cache is created or opened.
+    ///
+    /// The corresponding C type is `larder_options`.
     public struct Options: Sendable {
         /// The most bytes the file may ever take. `nil` keeps the capacity of an existing file, and
         /// creates new files with 64 MiB. A larger value grows an existing file's limit; a smaller
@@ -34,10 +36,18 @@ public final class Cache: @unchecked Sendable {
         public var compressionThreshold: Int
         /// Permission bits for a new file (default `0o600`: owner only).
         public var permissions: UInt16
+        /// How `Codable` values are turned into bytes when a call does not name a coder: JSON
+        /// unless you say otherwise (see ``CacheCoder``).
+        public var coder: any CacheCoder
 
+        /// Options for opening a cache; every one has a default.
+        ///
+        /// The corresponding C function is `larder_options_init`, which fills a `larder_options`
+        /// with the same defaults.
         public init(capacity: ByteCount? = nil, pageSize: Int = 4096, defaultExpiry: Expiry = .never,
                     readOnly: Bool = false, permissions: UInt16 = 0o600,
-                    compression: Compression = .none, compressionThreshold: Int = 128) {
+                    compression: Compression = .none, compressionThreshold: Int = 128,
+                    coder: any CacheCoder = JSONCacheCoder()) {
             self.capacity = capacity
             self.pageSize = pageSize
             self.defaultExpiry = defaultExpiry
@@ -45,10 +55,13 @@ public final class Cache: @unchecked Sendable {
             self.permissions = permissions
             self.compression = compression
             self.compressionThreshold = compressionThreshold
+            self.coder = coder
         }
     }
 
     /// This library's version.
+    ///
+    /// The corresponding C function is `larder_version`.
     public static let versionString: StaticString = "0.1.0"
 
     /// The longest key, in bytes.
@@ -63,7 +76,7 @@ public final class Cache: @unchecked Sendable {
     let entry: OpenFileRegistry.Entry
     /// The entry's lock and engine, kept here so that every call does not fetch them anew.
     private let lock: ReadWriteLock
-    private let store: CacheStore
+    let store: CacheStore
     /// Set (under the exclusive lock) when this handle is closed; other handles stay open.
     private var isClosed = false
 
@@ -179,16 +192,21 @@ public final class Cache: @unchecked Sendable {
     ///
     /// The corresponding C function is `larder_get_alloc`.
     public func data(forKey key: some CacheKey) throws(LarderError) -> Data? {
+        try key.withCacheKeyBytes { keyBytes in
+            Result { () throws(LarderError) in try copyData(forKey: keyBytes, includingExpired: false) }
+        }.get()
+    }
+
+    /// The value of `key` as `Data`; with `includingExpired`, also an expired one still in the file.
+    func copyData(forKey keyBytes: UnsafeRawBufferPointer, includingExpired: Bool) throws(LarderError) -> Data? {
         var buffer: UnsafeMutableRawBufferPointer?
-        let outcome: Result<Int?, LarderError> = key.withCacheKeyBytes { keyBytes in
-            Result { () throws(LarderError) in
-                try read { () throws(LarderError) in
-                    try store.copyValue(forKey: keyBytes) { count in
-                        if let buffer, buffer.count >= count { return buffer }
-                        buffer?.deallocate()
-                        buffer = .allocate(byteCount: max(count, 1), alignment: 16)
-                        return buffer
-                    }
+        let outcome = Result { () throws(LarderError) in
+            try read { () throws(LarderError) in
+                try store.copyValue(forKey: keyBytes, includingExpired: includingExpired) { count in
+                    if let buffer, buffer.count >= count { return buffer }
+                    buffer?.deallocate()
+                    buffer = .allocate(byteCount: max(count, 1), alignment: 16)
+                    return buffer
                 }
             }
         }
@@ -342,7 +360,7 @@ public final class Cache: @unchecked Sendable {
 
     /// Runs a write: the in-process exclusive lock, then the writer lock shared with every
     /// process (which also brings this process's view of the file up to date).
-    private func write<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
+    func write<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
         if BorrowMarker.isBorrowed(self) {
             throw LarderError(.invalidArgument, "cannot change the cache from inside withValue(forKey:_:) on the same thread", path: path)
         }
@@ -354,7 +372,7 @@ public final class Cache: @unchecked Sendable {
 
     /// Runs a read under the shared in-process lock, after taking up what other processes
     /// changed in the meta page (rare: file growth, index growth, clearing).
-    private func read<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
+    func read<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
         while true {
             do {
                 let outcome = try lock.withReadLock { () throws(LarderError) -> R? in

@@ -1,0 +1,87 @@
+import Foundation
+
+/// `async` overloads of the calls that can take a while: writes and reads of large values,
+/// compression, decoding, and the maintenance calls that look at every entry.
+///
+/// Each runs on the global concurrent executor (it is `@concurrent`), never on the caller's
+/// actor, so the main actor stays free while a megabyte is compressed or a cache is trimmed.
+/// Otherwise they behave exactly as their synchronous twins, which stay as they are: a read of a
+/// small value is a lookup in mapped memory and is best called directly.
+///
+/// In `async` code the compiler picks these overloads and asks for `await`. Writing `Codable`
+/// values has no `async` overload: one would also capture every `[UInt8]` write in `async` code.
+/// Encode first, then `await` the `Data` overload of `set(_:forKey:expiry:compression:)`.
+extension Cache {
+    /// Stores `value` for `key`, off the caller's actor: ``set(_:forKey:expiry:compression:)-(_,CacheKey,_,_)``
+    /// for large or compressed values in `async` code.
+    ///
+    /// The corresponding C function is `larder_put`.
+    @concurrent
+    public func set(_ value: Data, forKey key: some CacheKey & Sendable, expiry: Expiry? = nil,
+                    compression: Compression? = nil) async throws(LarderError) {
+        try synchronously { () throws(LarderError) in try set(value, forKey: key, expiry: expiry, compression: compression) }
+    }
+
+    /// The value for `key` as `Data`, or `nil` when it is missing or expired, read off the
+    /// caller's actor: ``data(forKey:)-(CacheKey)`` in `async` code.
+    ///
+    /// The corresponding C function is `larder_get_alloc`.
+    @concurrent
+    public func data(forKey key: some CacheKey & Sendable) async throws(LarderError) -> Data? {
+        try synchronously { () throws(LarderError) in try data(forKey: key) }
+    }
+
+    /// The value stored for `key`, read and decoded off the caller's actor:
+    /// ``value(_:forKey:coder:)-(_,CacheKey,_)`` in `async` code.
+    ///
+    /// The corresponding C function is `larder_get_alloc` (which returns the bytes).
+    @concurrent
+    public func value<Value: Decodable & Sendable>(_ type: Value.Type = Value.self, forKey key: some CacheKey & Sendable,
+                                                   coder: (any CacheCoder)? = nil) async throws -> Value? {
+        try synchronously { () throws in try value(type, forKey: key, coder: coder) }
+    }
+
+    /// The keys that start with `prefix`, collected off the caller's actor:
+    /// ``keys(withPrefix:)-(CacheKey)`` in `async` code.
+    ///
+    /// The corresponding C function is `larder_foreach`.
+    @concurrent
+    public func keys(withPrefix prefix: some CacheKey & Sendable) async throws(LarderError) -> [Data] {
+        try synchronously { () throws(LarderError) in try keys(withPrefix: prefix) }
+    }
+
+    /// ``removeExpired()-20x73``, off the caller's actor.
+    @concurrent @discardableResult
+    public func removeExpired() async throws(LarderError) -> Int {
+        try synchronously { () throws(LarderError) in try removeExpired() }
+    }
+
+    /// ``removeOlder(than:)-dd4l``, off the caller's actor.
+    @concurrent @discardableResult
+    public func removeOlder(than age: TimeInterval) async throws(LarderError) -> Int {
+        try synchronously { () throws(LarderError) in try removeOlder(than: age) }
+    }
+
+    /// ``trim(toBytes:)-4hcpt``, off the caller's actor.
+    @concurrent @discardableResult
+    public func trim(toBytes bytes: Int) async throws(LarderError) -> Int {
+        try synchronously { () throws(LarderError) in try trim(toBytes: bytes) }
+    }
+
+    /// ``trim(toCount:)-5uegc``, off the caller's actor.
+    @concurrent @discardableResult
+    public func trim(toCount count: Int) async throws(LarderError) -> Int {
+        try synchronously { () throws(LarderError) in try trim(toCount: count) }
+    }
+
+    /// ``removeAll(withPrefix:)-(CacheKey)``, off the caller's actor.
+    @concurrent @discardableResult
+    public func removeAll(withPrefix prefix: some CacheKey & Sendable) async throws(LarderError) -> Int {
+        try synchronously { () throws(LarderError) in try removeAll(withPrefix: prefix) }
+    }
+
+    /// Runs `body` as synchronous code, where the compiler picks the synchronous overloads.
+    func synchronously<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        try body()
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+/// Enumeration: what a cache holds, found again after a restart, and removal by prefix.
+///
+/// Keys come from the index in the file, so they are there for any process that opens it, in no
+/// particular order. A key is a `Data` whatever type it was written with; a `String` key reads
+/// back with `String(decoding: key, as: UTF8.self)`.
+extension Cache {
+    /// The keys of every live, unexpired entry, in no particular order.
+    ///
+    /// ```swift
+    /// for key in try cache.keys { print(String(decoding: key, as: UTF8.self)) }
+    /// ```
+    ///
+    /// The corresponding C function is `larder_foreach`.
+    public var keys: [Data] {
+        get throws(LarderError) { try keys(withPrefix: Data()) }
+    }
+
+    /// The keys that start with the bytes of `prefix`, in no particular order.
+    ///
+    /// - Parameter prefix: A `String`, `Data`, ...; an empty one matches every key.
+    ///
+    /// The corresponding C function is `larder_foreach`.
+    public func keys(withPrefix prefix: some CacheKey) throws(LarderError) -> [Data] {
+        let prefix = prefix.withCacheKeyBytes { Data($0) }
+        return try read { () throws(LarderError) in
+            var keys: [Data] = []
+            keys.reserveCapacity(store.state.entryCount)
+            _ = try store.forEachEntry { key, _ in
+                if key.starts(with: prefix) { keys.append(Data(key)) }
+                return true
+            }
+            return keys
+        }
+    }
+
+    /// Calls `body` with the key and the value, decoded as `Value`, of every live entry whose
+    /// key starts with `prefix`, in no particular order.
+    ///
+    /// ```swift
+    /// try cache.forEach(Article.self, withPrefix: "article/") { key, article in
+    ///     print(article.title)
+    /// }
+    /// ```
+    ///
+    /// The keys are taken first; an entry removed or expired before its turn is skipped, and so
+    /// is one whose bytes do not decode as `Value` (with `Data` or `[UInt8]`, none is). Each
+    /// value is read as by ``value(_:forKey:coder:)-(_,CacheKey,_)``: it counts as a hit and as recent use.
+    /// `body` may change the cache.
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode values as.
+    ///   - prefix: A `String`, `Data`, ...; empty (the default) for every entry.
+    ///   - coder: How to decode; `nil` uses `options.coder` (JSON by default).
+    ///   - body: Called with each key and value; it may throw to stop.
+    /// - Throws: A ``LarderError`` from the cache, or what `body` throws.
+    ///
+    /// The corresponding C function is `larder_foreach`.
+    public func forEach<Value: Decodable>(_ type: Value.Type, withPrefix prefix: some CacheKey = "",
+                                          coder: (any CacheCoder)? = nil,
+                                          _ body: (_ key: Data, _ value: Value) throws -> Void) throws {
+        for key in try keys(withPrefix: prefix) {
+            guard let data = try data(forKey: key),
+                  let value = try? decoded(type, from: data, coder: coder) else { continue }
+            try body(key, value)
+        }
+    }
+
+    /// Removes every entry whose key starts with the bytes of `prefix`: everything cached for one
+    /// user, one host, one screen.
+    ///
+    /// ```swift
+    /// try cache.removeAll(withPrefix: "https://api.example.com/user/42/")
+    /// ```
+    ///
+    /// It looks at every entry once, under the exclusive lock; for an empty prefix,
+    /// ``removeAll()`` does the same in constant time.
+    ///
+    /// - Returns: How many live, unexpired entries were removed.
+    @discardableResult
+    public func removeAll(withPrefix prefix: some CacheKey) throws(LarderError) -> Int {
+        let prefix = prefix.withCacheKeyBytes { Data($0) }
+        return try write { () throws(LarderError) in
+            store.removeEntries(counting: .removals) { key, _ in key.starts(with: prefix) }.live
+        }
+    }
+}

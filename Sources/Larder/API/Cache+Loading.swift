@@ -1,0 +1,293 @@
+import Foundation
+
+/// How a read-through call (``Cache/load(_:forKey:expiry:policy:coder:using:)``) uses the cache
+/// and the loader.
+public struct LoadPolicy: Hashable, Sendable {
+    /// Call the loader even when the cache holds an unexpired value, to refresh it.
+    public var reloadsFreshValues: Bool
+    /// When the loader throws, return the copy the cache still holds for the key (expired, or
+    /// unexpired when reloading), marked ``LoadResult/Source-swift.enum/stale``, instead of
+    /// throwing.
+    public var servesStaleOnFailure: Bool
+
+    /// A policy; the named ones below cover the usual cases.
+    public init(reloadsFreshValues: Bool = false, servesStaleOnFailure: Bool = false) {
+        self.reloadsFreshValues = reloadsFreshValues
+        self.servesStaleOnFailure = servesStaleOnFailure
+    }
+
+    /// An unexpired cached value if there is one, otherwise the loader's; a failed load throws.
+    public static let cacheFirst = LoadPolicy()
+    /// As ``cacheFirst``, but when the loader fails, an expired copy still in the file is
+    /// returned, marked stale: the screen shows something while the network is down.
+    public static let offlineFirst = LoadPolicy(servesStaleOnFailure: true)
+    /// Always call the loader; when it fails, return whatever the cache holds, marked stale: the
+    /// "refresh when the network answers" half of an offline-first screen.
+    public static let refresh = LoadPolicy(reloadsFreshValues: true, servesStaleOnFailure: true)
+}
+
+/// A value from a read-through call, and where it came from.
+public struct LoadResult<Value> {
+    /// Where a value came from.
+    public enum Source: Hashable, Sendable {
+        /// An unexpired value from the cache; the loader was not called.
+        case cache
+        /// The loader's value, now stored in the cache.
+        case loader
+        /// The loader failed (see ``LoadResult/loadError``); this is the copy the cache held,
+        /// possibly expired.
+        case stale
+    }
+
+    /// The value.
+    public let value: Value
+    /// Where it came from.
+    public let source: Source
+    /// What the loader threw, when ``source`` is ``Source-swift.enum/stale``.
+    public let loadError: (any Error)?
+
+    /// Whether the value is the cache's copy returned because the loader failed.
+    public var isStale: Bool { source == .stale }
+}
+
+extension LoadResult: Sendable where Value: Sendable {}
+
+extension Cache {
+    /// The value for `key`; on a miss or an expired entry, the one `loader` makes, stored for
+    /// next time.
+    ///
+    /// ```swift
+    /// let user = try await cache.value(User.self, forKey: "user/42", expiry: .seconds(300)) {
+    ///     try await api.user(42)
+    /// }
+    /// ```
+    ///
+    /// Concurrent callers for the same key share one call of the loader (single flight): a
+    /// hundred tasks asking for a missing key at once cause one load, and all get its value, or
+    /// all its error. A stored value that no longer decodes as `Value`, or that fails its
+    /// checksum, counts as a miss.
+    ///
+    /// This is ``load(_:forKey:expiry:policy:coder:using:)`` with ``LoadPolicy/cacheFirst``;
+    /// use that to fall back on stale values when the loader fails.
+    ///
+    /// - Parameters:
+    ///   - type: The type of the value; it can be left out where the loader's result says it.
+    ///     `Data` and `[UInt8]` are stored as they are.
+    ///   - key: 1 to 4096 bytes.
+    ///   - expiry: How long the loaded value stays fresh; `nil` uses `options.defaultExpiry`.
+    ///   - coder: How to encode and decode; `nil` uses `options.coder` (JSON by default).
+    ///   - loader: Makes the value: a network request, a computation, ...
+    /// - Throws: What `loader` throws; a coder's error; a ``LarderError`` from the cache
+    ///   (a loaded value too large for the cache is returned, not stored);
+    ///   `CancellationError` when the calling task is cancelled while it waits (the shared load
+    ///   goes on, and its value is stored).
+    public func value<Value: Codable & SendableMetatype>(_ type: Value.Type = Value.self, forKey key: some CacheKey,
+                                      expiry: Expiry? = nil, coder: (any CacheCoder)? = nil,
+                                      orLoad loader: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        try await load(type, forKey: key, expiry: expiry, policy: .cacheFirst, coder: coder, using: loader).value
+    }
+
+    /// The value for `key` from the cache or from `loader`, as `policy` says, and where it came
+    /// from: the offline-first read.
+    ///
+    /// ```swift
+    /// let news = try await cache.load(Headlines.self, forKey: "headlines", expiry: .seconds(60)) {
+    ///     try await server.headlines()
+    /// }
+    /// show(news.value)
+    /// if news.isStale { showBanner("Offline: showing headlines from earlier") }
+    /// ```
+    ///
+    /// With ``LoadPolicy/offlineFirst`` (the default), an unexpired entry is returned as it is;
+    /// otherwise `loader` is called and its value stored; when the loader throws, an expired
+    /// copy still in the file is returned with ``LoadResult/isStale`` set, and only when there is
+    /// none does the loader's error reach you. Expired entries stay in the file until the ring
+    /// reclaims their space or ``removeExpired()-20x73`` removes them.
+    ///
+    /// Concurrent callers for one key share one call of the loader (whose value the first
+    /// caller's `expiry` and `coder` store); each caller's own policy decides whether it falls
+    /// back on a stale copy when that load fails. Callers of one key should agree on its type
+    /// and coder.
+    ///
+    /// - Parameters:
+    ///   - type: The type of the value; it can be left out where the loader's result says it.
+    ///   - key: 1 to 4096 bytes.
+    ///   - expiry: How long a loaded value stays fresh; `nil` uses `options.defaultExpiry`.
+    ///   - policy: When to call the loader and whether to fall back on a stale copy.
+    ///   - coder: How to encode and decode; `nil` uses `options.coder` (JSON by default).
+    ///   - loader: Makes the value.
+    /// - Returns: The value, and whether it came from the cache, the loader, or is stale.
+    /// - Throws: As ``value(_:forKey:expiry:coder:orLoad:)``, when no stale copy may or can stand
+    ///   in.
+    public func load<Value: Codable & SendableMetatype>(_ type: Value.Type = Value.self, forKey key: some CacheKey,
+                                     expiry: Expiry? = nil, policy: LoadPolicy = .offlineFirst,
+                                     coder: (any CacheCoder)? = nil,
+                                     using loader: @escaping @Sendable () async throws -> Value) async throws -> LoadResult<Value> {
+        let keyBytes = key.withCacheKeyBytes { Data($0) }
+        var reload = policy.reloadsFreshValues
+        if !reload {
+            switch try cachedValue(type, forKey: keyBytes, coder: coder) {
+            case .fresh(let value): return LoadResult(value: value, source: .cache, loadError: nil)
+            case .missing: break
+            case .unusable: reload = true
+            }
+        }
+        let flight = LoadFlights.Key(file: ObjectIdentifier(entry), key: keyBytes)
+        let outcome = await LoadFlights.shared.share(flight) { [reload] () async -> LoadFlights.Outcome in
+            do {
+                // A load that finished since this caller looked may have stored the value.
+                if !reload, let data = try self.unexpiredData(forKey: keyBytes) { return .success((data, true)) }
+                let value = try await loader()
+                return .success((try self.keep(value, forKey: keyBytes, expiry: expiry, coder: coder), false))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch outcome {
+        case .success(let found):
+            return LoadResult(value: try decoded(type, from: found.data, coder: coder),
+                              source: found.fromCache ? .cache : .loader, loadError: nil)
+        case .failure(let error as CancellationError):
+            throw error
+        case .failure(let error):
+            guard policy.servesStaleOnFailure, let stale = staleValue(type, forKey: keyBytes, coder: coder) else { throw error }
+            return LoadResult(value: stale, source: .stale, loadError: error)
+        }
+    }
+
+    /// What the cache holds for a read-through call.
+    private enum Cached<Value> {
+        case fresh(Value)
+        case missing
+        /// Damaged, or stored by another version of the program: the loaded value replaces it.
+        case unusable
+    }
+
+    /// The unexpired value of `key`, if it is there and decodes.
+    private func cachedValue<Value: Decodable>(_ type: Value.Type, forKey key: Data,
+                                               coder: (any CacheCoder)?) throws(LarderError) -> Cached<Value> {
+        let data: Data?
+        do {
+            data = try self.data(forKey: key)
+        } catch where error.code == .corrupt {
+            return .unusable
+        }
+        guard let data else { return .missing }
+        guard let value = try? decoded(type, from: data, coder: coder) else { return .unusable }
+        return .fresh(value)
+    }
+
+    /// The copy of `key` the cache holds, expired or not, if it decodes.
+    private func staleValue<Value: Decodable>(_ type: Value.Type, forKey key: Data, coder: (any CacheCoder)?) -> Value? {
+        let data = try? key.withUnsafeBytes { bytes throws(LarderError) in try copyData(forKey: bytes, includingExpired: true) }
+        return data.flatMap { try? decoded(type, from: $0, coder: coder) }
+    }
+
+    /// `data(forKey:)`, named apart from its `async` overload.
+    private func unexpiredData(forKey key: Data) throws(LarderError) -> Data? {
+        try data(forKey: key)
+    }
+
+    /// Stores the loaded `value` and returns its bytes. A value too large for the cache is
+    /// still returned; it just cannot be kept.
+    private func keep<Value: Encodable>(_ value: Value, forKey key: Data, expiry: Expiry?,
+                                        coder: (any CacheCoder)?) throws -> Data {
+        let data = try encoded(value, coder: coder)
+        do {
+            try set(data, forKey: key, expiry: expiry)
+        } catch where error.code == .tooLarge {
+            // Returned all the same.
+        }
+        return data
+    }
+
+    /// How many callers share the load of `key` in flight (0 when none is): for tests.
+    func loadCallers(forKey key: some CacheKey) -> Int {
+        LoadFlights.shared.callers(LoadFlights.Key(file: ObjectIdentifier(entry), key: key.withCacheKeyBytes { Data($0) }))
+    }
+}
+
+/// The loads in flight, one per open file and key, each shared by every caller that asks for
+/// its key meanwhile (single flight).
+///
+/// The first caller starts the load as a task of its own, so that cancelling one caller does
+/// not fail the others; each caller waits for the outcome, or for its own cancellation.
+final class LoadFlights: @unchecked Sendable {
+    static let shared = LoadFlights()
+
+    struct Key: Hashable {
+        /// The open file (`OpenFileRegistry.Entry`): every `Cache` on one file shares its loads.
+        let file: ObjectIdentifier
+        let key: Data
+    }
+
+    /// The encoded value, and whether it was found in the cache rather than loaded.
+    typealias Value = (data: Data, fromCache: Bool)
+    typealias Outcome = Result<Value, any Error>
+
+    /// One load and its callers; every field is guarded by `LoadFlights.lock`.
+    private final class Flight: @unchecked Sendable {
+        var outcome: Outcome?
+        var waiters: [Int: CheckedContinuation<Outcome, Never>] = [:]
+        /// Callers cancelled before they began to wait.
+        var cancelled: Set<Int> = []
+        var callers = 0
+    }
+
+    private let lock = NSLock()
+    private var flights: [Key: Flight] = [:]
+
+    /// Joins the load of `key` in flight, or starts it with `load`, and waits for its outcome.
+    func share(_ key: Key, load: @escaping @Sendable () async -> Outcome) async -> Outcome {
+        let (flight, caller, leads) = lock.withLock {
+            let existing = flights[key]
+            let flight = existing ?? Flight()
+            flights[key] = flight
+            flight.callers += 1
+            return (flight, flight.callers, existing == nil)
+        }
+        if leads {
+            Task {
+                let outcome = await load()
+                self.finish(key, flight, with: outcome)
+            }
+        }
+        return await wait(for: flight, as: caller)
+    }
+
+    private func wait(for flight: Flight, as caller: Int) async -> Outcome {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready: Outcome? = lock.withLock {
+                    if let outcome = flight.outcome { return outcome }
+                    if flight.cancelled.remove(caller) != nil { return .failure(CancellationError()) }
+                    flight.waiters[caller] = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            let waiting = lock.withLock {
+                let waiting = flight.waiters.removeValue(forKey: caller)
+                if waiting == nil && flight.outcome == nil { flight.cancelled.insert(caller) }
+                return waiting
+            }
+            waiting?.resume(returning: .failure(CancellationError()))
+        }
+    }
+
+    private func finish(_ key: Key, _ flight: Flight, with outcome: Outcome) {
+        let waiters = lock.withLock {
+            flight.outcome = outcome
+            if flights[key] === flight { flights[key] = nil }
+            defer { flight.waiters = [:] }
+            return Array(flight.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+
+    /// How many callers joined the load of `key` in flight, 0 when there is none.
+    func callers(_ key: Key) -> Int {
+        lock.withLock { flights[key]?.callers ?? 0 }
+    }
+}

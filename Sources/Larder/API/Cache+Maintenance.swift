@@ -1,0 +1,72 @@
+import Foundation
+
+/// Limits by age, count and bytes, applied when you ask.
+///
+/// The cache always keeps within its capacity by itself, evicting the least recently used entries
+/// as new ones come in; these calls apply tighter limits of your own. Each looks at every entry
+/// once, under the exclusive lock, so it takes time proportional to the number of entries: call
+/// it now and then (at launch, after a batch of downloads), not on every write, or call its
+/// `async` overload. The file keeps its size; the room freed is reused by later writes.
+extension Cache {
+    /// Removes every expired entry now, rather than when the ring comes around to it.
+    ///
+    /// After this, an offline-first ``load(_:forKey:expiry:policy:coder:using:)`` has no stale
+    /// copies left to fall back on.
+    ///
+    /// - Returns: How many expired entries were removed.
+    @discardableResult
+    public func removeExpired() throws(LarderError) -> Int {
+        let now = SystemCall.nowMilliseconds()
+        return try write { () throws(LarderError) in
+            store.removeEntries(counting: .expirations) { _, header in header.isExpired(now: now) }.expired
+        }
+    }
+
+    /// Removes every entry stored more than `age` seconds ago, whatever its expiry: a limit by
+    /// age.
+    ///
+    /// An entry's age counts from when its value was last set; reading it does not make it
+    /// younger.
+    ///
+    /// - Returns: How many unexpired entries were removed.
+    /// - Throws: `.invalidArgument` for a negative or NaN age.
+    @discardableResult
+    public func removeOlder(than age: TimeInterval) throws(LarderError) -> Int {
+        guard age >= 0 else {
+            throw LarderError(.invalidArgument, "the age must be zero or more seconds, not \(age)", path: path)
+        }
+        let now = SystemCall.nowMilliseconds()
+        let cutoff = now - UInt64(min(Double(now), (age * 1000).rounded(.down)))
+        return try write { () throws(LarderError) in
+            store.removeEntries(counting: .removals) { _, header in header.storedAt < cutoff }.live
+        }
+    }
+
+    /// Evicts entries, least recently used first, until the values left add up to at most
+    /// `bytes` (``totalBytes``, as callers see them): a limit by bytes, tighter than the
+    /// capacity.
+    ///
+    /// The order is the one the cache's own eviction follows: expired entries first, then
+    /// entries not read since they were stored, oldest first, then the ones read, oldest first.
+    ///
+    /// - Returns: How many unexpired entries were evicted.
+    @discardableResult
+    public func trim(toBytes bytes: Int) throws(LarderError) -> Int {
+        try write { () throws(LarderError) in
+            store.evict { store.state.liveRawBytes <= bytes }
+        }
+    }
+
+    /// Evicts entries, least recently used first, until at most `count` are left: a limit by
+    /// count.
+    ///
+    /// The order is that of ``trim(toBytes:)-4hcpt``.
+    ///
+    /// - Returns: How many unexpired entries were evicted.
+    @discardableResult
+    public func trim(toCount count: Int) throws(LarderError) -> Int {
+        try write { () throws(LarderError) in
+            store.evict { store.state.entryCount <= count }
+        }
+    }
+}
