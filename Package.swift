@@ -39,6 +39,18 @@ let package = Package(
             dependencies: ["Larder"],
             path: "Examples/demo"
         ),
+        // Offline-first: JSON responses cached, served stale while the source is down (scripts/demo).
+        .executableTarget(
+            name: "offline-first",
+            dependencies: ["Larder"],
+            path: "Examples/offline-first"
+        ),
+        // Images and voice notes by URL within a byte limit, with eviction and trimming.
+        .executableTarget(
+            name: "media-cache",
+            dependencies: ["Larder"],
+            path: "Examples/media-cache"
+        ),
         // The Swift half of the C interoperability check (Tests/C/Makefile, target "interop").
         .executableTarget(
             name: "larder-interop",

@@ -15,6 +15,11 @@ enum Larder {
 
     static let executable: URL = {
         if let path = ProcessInfo.processInfo.environment["LARDER_TOOL"] { return URL(fileURLWithPath: path) }
+        return builtProgram("larder") ?? URL(fileURLWithPath: "larder-not-found")
+    }()
+
+    /// The program `name` built with this test runner (the tool, an example), or nil.
+    static func builtProgram(_ name: String) -> URL? {
         var candidates: [URL] = []
         #if os(Linux)
         candidates.append(URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath())
@@ -25,13 +30,13 @@ enum Larder {
             // Up from the runner (macOS: out of PackageTests.xctest/Contents/MacOS).
             var directory = candidate.deletingLastPathComponent()
             for _ in 0..<4 {
-                let tool = directory.appendingPathComponent("larder")
-                if FileManager.default.isExecutableFile(atPath: tool.path) { return tool }
+                let program = directory.appendingPathComponent(name)
+                if FileManager.default.isExecutableFile(atPath: program.path) { return program }
                 directory = directory.deletingLastPathComponent()
             }
         }
-        return URL(fileURLWithPath: "larder-not-found")
-    }()
+        return nil
+    }
 
     /// Runs `larder arguments...` with `input` on stdin; stdout and stderr go to files, so that
     /// neither can fill a pipe and stall the tool.
