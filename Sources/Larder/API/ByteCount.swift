@@ -4,17 +4,25 @@ import Foundation
 ///
 /// Units are binary: a kilobyte here is 1024 bytes, a megabyte 1024 kilobytes.
 public struct ByteCount: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The number of bytes.
     public var bytes: Int
 
+    /// A size of `bytes` bytes.
     public init(bytes: Int) { self.bytes = bytes }
 
+    /// `count` bytes.
     public static func bytes(_ count: Int) -> ByteCount { ByteCount(bytes: count) }
+    /// `count` KiB: `count` × 1024 bytes.
     public static func kilobytes(_ count: Int) -> ByteCount { ByteCount(bytes: count << 10) }
+    /// `count` MiB: `count` × 1024² bytes.
     public static func megabytes(_ count: Int) -> ByteCount { ByteCount(bytes: count << 20) }
+    /// `count` GiB: `count` × 1024³ bytes.
     public static func gigabytes(_ count: Int) -> ByteCount { ByteCount(bytes: count << 30) }
 
+    /// Whether `lhs` is fewer bytes than `rhs`.
     public static func < (lhs: ByteCount, rhs: ByteCount) -> Bool { lhs.bytes < rhs.bytes }
 
+    /// The size in the largest unit that keeps it at 1 or more, with one decimal: "1.5 MiB".
     public var description: String {
         let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
         var value = Double(bytes)

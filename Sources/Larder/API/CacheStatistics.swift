@@ -15,12 +15,16 @@ public struct CacheStatistics: Hashable, Sendable {
     public var fileBytes: Int
     /// The byte limit the file never exceeds.
     public var capacity: Int
+    /// Reads that found an unexpired value.
     public var hits: UInt64
+    /// Reads that found nothing, or only an expired value.
     public var misses: UInt64
     /// Keys stored that were not in the cache.
     public var inserts: UInt64
     /// Keys stored that replaced a value.
     public var updates: UInt64
+    /// Entries removed by a call: `removeValue`, `removeAll`, `removeAll(withPrefix:)`,
+    /// `removeOlder(than:)`.
     public var removals: UInt64
     /// Entries dropped to make room.
     public var evictions: UInt64

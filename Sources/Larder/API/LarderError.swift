@@ -6,7 +6,9 @@
 public struct LarderError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The kind of failure. Stable across releases: match on it, not on the message.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The C API's status code: negative, `LARDER_INVALID_ARGUMENT` (-1) and on.
         public let rawValue: Int32
+        /// The code for the C API's status `rawValue`; unknown values are kept as they are.
         public init(rawValue: Int32) { self.rawValue = rawValue }
 
         /// A key, value, option or argument is not acceptable (empty key, bad page size, ...).
@@ -30,6 +32,9 @@ public struct LarderError: Error, Equatable, Sendable, CustomStringConvertible {
         /// Another process has the file open in a way that excludes this open.
         public static let busy = Code(rawValue: -10)
 
+        /// The code in a few words: "invalid argument", "disk full", ...
+        ///
+        /// The corresponding C function is `larder_strerror`.
         public var description: String {
             switch self {
             case .invalidArgument: "invalid argument"
@@ -50,16 +55,20 @@ public struct LarderError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The kind of failure.
     public let code: Code
     /// What happened, for a person reading a log.
+    ///
+    /// The corresponding C function is `larder_last_error_message`.
     public let message: String
     /// The cache file concerned, when there is one.
     public let path: String?
 
+    /// An error of kind `code`, described by `message`, concerning the file at `path`.
     public init(_ code: Code, _ message: String, path: String? = nil) {
         self.code = code
         self.message = message
         self.path = path
     }
 
+    /// The code, the file and the message, for a log: `Larder corrupt file (app.larder): ...`.
     public var description: String {
         if let path { return "Larder \(code) (\(path)): \(message)" }
         return "Larder \(code): \(message)"
