@@ -100,6 +100,17 @@ int lrd_writer_lock(void *area, int fd);
 void lrd_writer_lock_consistent(void *area);
 void lrd_writer_unlock(void *area, int fd);
 
+/* A reader-writer lock among the threads of one process, for short critical sections: waiters
+ * spin, then yield, then sleep briefly, and never hand the lock over through the kernel. With a
+ * writer thread and reader threads taking turns every microsecond, a parking lock
+ * (pthread_rwlock) costs a context switch per operation. A waiting writer holds new readers back,
+ * but only for a while, so that a read nested in a read (a value lent out, then another read)
+ * can never deadlock against it. `word` starts at 0. */
+void lrd_rwlock_read_lock(uint64_t *word);
+void lrd_rwlock_read_unlock(uint64_t *word);
+void lrd_rwlock_write_lock(uint64_t *word);
+void lrd_rwlock_write_unlock(uint64_t *word);
+
 /* Whether process `pid` still exists (kill(pid, 0) does not fail with ESRCH). */
 int lrd_process_exists(int64_t pid);
 

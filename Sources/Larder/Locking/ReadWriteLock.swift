@@ -1,39 +1,32 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import CLarderSupport
 
 /// A process-local reader-writer lock: many readers or one writer among the threads sharing a
-/// `Cache`. Lives at a stable heap address, as pthread requires.
+/// `Cache`. Its critical sections are short (one lookup and copy, one put), so waiters spin and
+/// yield instead of parking in the kernel, which with a writer thread beside reader threads
+/// would cost a context switch per operation (see `lrd_rwlock_read_lock`).
 final class ReadWriteLock: @unchecked Sendable {
-    private let lock: UnsafeMutablePointer<pthread_rwlock_t>
+    private let word: UnsafeMutablePointer<UInt64>
 
     init() {
-        lock = .allocate(capacity: 1)
-        lock.initialize(to: pthread_rwlock_t())
-        let rc = pthread_rwlock_init(lock, nil)
-        precondition(rc == 0, "pthread_rwlock_init failed: \(rc)")
+        word = .allocate(capacity: 1)
+        word.initialize(to: 0)
     }
 
     deinit {
-        pthread_rwlock_destroy(lock)
-        lock.deallocate()
+        word.deallocate()
     }
 
     @inline(__always)
     func withReadLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        pthread_rwlock_rdlock(lock)
-        defer { pthread_rwlock_unlock(lock) }
+        lrd_rwlock_read_lock(word)
+        defer { lrd_rwlock_read_unlock(word) }
         return try body()
     }
 
     @inline(__always)
     func withWriteLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        pthread_rwlock_wrlock(lock)
-        defer { pthread_rwlock_unlock(lock) }
+        lrd_rwlock_write_lock(word)
+        defer { lrd_rwlock_write_unlock(word) }
         return try body()
     }
 }

@@ -1,0 +1,62 @@
+#if defined(__linux__)
+#define _GNU_SOURCE
+#endif
+#include "CLarderSupport.h"
+
+#include <sched.h>
+#include <time.h>
+
+#define WRITER (1ull << 63)
+#define WAITING (1ull << 62)
+#define READERS (WAITING - 1)
+
+/* Waits a little longer each time: pause, then yield, then 50 µs sleeps. */
+static void back_off(unsigned attempt) {
+    if (attempt < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
+#endif
+    } else if (attempt < 256) {
+        sched_yield();
+    } else {
+        struct timespec pause = {0, 50 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
+void lrd_rwlock_read_lock(uint64_t *word) {
+    for (unsigned attempt = 0;; attempt++) {
+        uint64_t state = __atomic_load_n(word, __ATOMIC_RELAXED);
+        /* A waiting writer goes first, unless this reader has waited long (it may be nested in
+         * a read of its own thread that the writer is waiting for). */
+        uint64_t blocking = attempt < 300 ? (WRITER | WAITING) : WRITER;
+        if ((state & blocking) == 0 &&
+            __atomic_compare_exchange_n(word, &state, state + 1, 1, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            return;
+        }
+        back_off(attempt);
+    }
+}
+
+void lrd_rwlock_read_unlock(uint64_t *word) {
+    __atomic_fetch_sub(word, 1, __ATOMIC_RELEASE);
+}
+
+void lrd_rwlock_write_lock(uint64_t *word) {
+    for (unsigned attempt = 0;; attempt++) {
+        uint64_t state = __atomic_load_n(word, __ATOMIC_RELAXED);
+        if ((state & (WRITER | READERS)) == 0) {
+            if (__atomic_compare_exchange_n(word, &state, WRITER, 1, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return;
+            continue;
+        }
+        if (!(state & WAITING)) __atomic_fetch_or(word, WAITING, __ATOMIC_RELAXED);
+        back_off(attempt);
+    }
+}
+
+void lrd_rwlock_write_unlock(uint64_t *word) {
+    /* Clears the waiting bit too: another waiting writer sets it again. */
+    __atomic_store_n(word, 0, __ATOMIC_RELEASE);
+}
