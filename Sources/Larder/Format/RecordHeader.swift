@@ -72,11 +72,10 @@ struct RecordHeader: Equatable {
     /// Reads the clock only for records that can expire.
     var isExpiredNow: Bool { expiresAt != 0 && expiresAt <= SystemCall.nowMilliseconds() }
 
-    /// Writes the header at `offset`; the key and value must already be in place after it when
-    /// `dataChecksum` was computed from them.
     /// The first 8 bytes as one little-endian word. They change only as a whole (atomically), so
-    /// that a reader's compare-and-swap of the access bit can never land in a record that has
-    /// taken the place of the one it read.
+    /// that a reader's compare-and-swap of the access bit lands only where the word is exactly the
+    /// one it read: in that record, or (rarely) in one of the same kind, flags and key length that
+    /// took its place, which then gets a second chance it did not earn.
     enum Word0 {
         static let stateShift: UInt64 = 32
         static let accessShift: UInt64 = 40
