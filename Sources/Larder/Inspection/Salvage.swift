@@ -125,10 +125,13 @@ extension FileInspector {
         let descriptor = try FileDescriptor.open(path, create: false, readOnly: false, permissions: 0)
         defer { descriptor.close() }
         try descriptor.lock(byte: CacheStore.LockByte.transition, .exclusive, wait: true)
-        guard try descriptor.lock(byte: CacheStore.LockByte.writers, .exclusive, wait: false) else {
+        // Byte 1 is held by every read-write handle, byte 3 by every handle at all.
+        guard try descriptor.lock(byte: CacheStore.LockByte.writers, .exclusive, wait: false),
+              try descriptor.lock(byte: CacheStore.LockByte.users, .exclusive, wait: false) else {
             throw LarderError(.busy, "the cache is open in another process", path: path)
         }
         defer {
+            _ = try? descriptor.lock(byte: CacheStore.LockByte.users, .unlock, wait: false)
             _ = try? descriptor.lock(byte: CacheStore.LockByte.writers, .unlock, wait: false)
             _ = try? descriptor.lock(byte: CacheStore.LockByte.transition, .unlock, wait: false)
         }
