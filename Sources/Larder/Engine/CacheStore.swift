@@ -211,11 +211,16 @@ final class CacheStore {
         guard mayRepair else {
             // Other writers are running this file, or this handle may not write: take the file
             // as it is. Readers check everything.
-            guard store.state.isFormatted, (try? store.attachTables()) != nil else {
+            guard store.state.isFormatted else {
                 throw LarderError(.corrupt, readOnly ? "the file needs recovery; open it read-write once"
                                                      : "the file in use by other processes is damaged")
             }
-            if !readOnly { try store.refreshView() }
+            if (try? store.attachTables()) == nil {
+                // The meta copy read at open may have named a segment another writer has since
+                // retired: take the view as it stands now, looking again while it is in flux.
+                store.viewChangeCounter = store.state.changeCounter &- 1
+            }
+            try store.refreshView()
             return store
         }
         let usable = !truncated && store.state.isFormatted && store.state.isClean && (try? store.attachTables()) != nil
@@ -298,15 +303,16 @@ final class CacheStore {
         guard let table = IndexSegment.table(in: file, at: meta.activeIndex, pageSize: pageSize, seed: seed) else {
             throw LarderError(.corrupt, "the index segment at offset \(meta.activeIndex.offset) is damaged", path: path)
         }
-        active = table
+        var old: HashTable?
         if meta.drainingIndex.exists {
-            guard let old = IndexSegment.table(in: file, at: meta.drainingIndex, pageSize: pageSize, seed: seed) else {
+            guard let drained = IndexSegment.table(in: file, at: meta.drainingIndex, pageSize: pageSize, seed: seed) else {
                 throw LarderError(.corrupt, "the index segment at offset \(meta.drainingIndex.offset) is damaged", path: path)
             }
-            draining = old
-        } else {
-            draining = nil
+            old = drained
         }
+        // Both found: only now does the view change.
+        active = table
+        draining = old
     }
 
     /// Whether the head, tail and span in the shared state describe a possible ring.
@@ -352,6 +358,21 @@ final class CacheStore {
     func refreshView() throws(LarderError) {
         let counter = state.changeCounter
         guard counter != viewChangeCounter else { return }
+        // A writer of another process may be writing the newest meta copy right now: a torn copy
+        // fails its checksum, and the older copy may name an index segment already retired. Such
+        // a view is transient; look again until it holds (or patience runs out).
+        var retry = Retry()
+        while true {
+            if let failure = takeView(counter: counter) {
+                if retry.wait() { continue }
+                throw failure
+            }
+            return
+        }
+    }
+
+    /// One attempt at taking the view the meta page describes now; the error when it is not whole.
+    private func takeView(counter: UInt64) -> LarderError? {
         var newest: Meta?
         for page in 0..<FileLayout.metaPageCount {
             if case .success(let copy) = Meta.decode(file.bytes(at: page * pageSize, count: Meta.encodedSize)),
@@ -361,12 +382,20 @@ final class CacheStore {
             }
         }
         guard let newest else {
-            throw LarderError(.corrupt, "both meta pages are unreadable", path: path)
+            return LarderError(.corrupt, "both meta pages are unreadable", path: path)
         }
+        let previous = (meta, file.size)
         meta = newest
         file.adoptSize(min(meta.fileSize, file.mappedLength))
-        try attachTables()
+        do {
+            try attachTables()
+        } catch {
+            meta = previous.0
+            file.adoptSize(previous.1)
+            return error
+        }
         viewChangeCounter = counter
+        return nil
     }
 
     /// Runs `body` holding the writer lock that excludes the writers of every process. The lock
