@@ -36,15 +36,6 @@ static inline uint64_t lrd_load_acquire_u64(const void *p) {
 static inline void lrd_store_release_u64(void *p, uint64_t v) {
     __atomic_store_n((uint64_t *)p, v, __ATOMIC_RELEASE);
 }
-static inline uint8_t lrd_load_relaxed_u8(const void *p) {
-    return __atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED);
-}
-static inline void lrd_store_relaxed_u8(void *p, uint8_t v) {
-    __atomic_store_n((uint8_t *)p, v, __ATOMIC_RELAXED);
-}
-static inline void lrd_store_release_u8(void *p, uint8_t v) {
-    __atomic_store_n((uint8_t *)p, v, __ATOMIC_RELEASE);
-}
 static inline uint64_t lrd_fetch_add_u64(void *p, uint64_t v) {
     return __atomic_fetch_add((uint64_t *)p, v, __ATOMIC_RELAXED);
 }
@@ -71,7 +62,6 @@ static inline uint64_t lrd_load_seq_cst_u64(const void *p) {
 }
 static inline void lrd_fence_seq_cst(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void lrd_fence_acquire(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
-static inline void lrd_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
 
 /* Advisory byte-range lock on `fd` covering [start, start + 1).
  * Linux: open-file-description locks (F_OFD_SETLK), owned by the descriptor,

@@ -186,15 +186,4 @@ final class MappedFile {
         _ = lrd_fetch_or_u64(base + offset, bits)
     }
 
-    @inline(__always)
-    func loadSequentiallyConsistent64(at offset: Int) -> UInt64 {
-        precondition(contains(offset, 8) && offset & 7 == 0, "bad atomic access")
-        return lrd_load_seq_cst_u64(base + offset)
-    }
-
-    @inline(__always)
-    func storeSequentiallyConsistent64(_ value: UInt64, at offset: Int) {
-        precondition(contains(offset, 8) && offset & 7 == 0, "bad atomic access")
-        lrd_store_seq_cst_u64(base + offset, value)
-    }
 }
