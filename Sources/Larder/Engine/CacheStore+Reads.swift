@@ -78,6 +78,13 @@ extension CacheStore {
         }
     }
 
+    /// Reader: `find`, counting a miss when the key is absent.
+    private func findCountingMiss(_ key: UnsafeRawBufferPointer, retry: inout Retry) throws(LarderError) -> FoundEntry? {
+        let found = try find(key, retry: &retry)
+        if found == nil { countMiss() }
+        return found
+    }
+
     /// Waits before a read starts over because its record changed while it was read; when the
     /// change was another process's meta write, the caller takes up the new view first.
     private func backOff(_ retry: inout Retry) throws(LarderError) {
@@ -117,10 +124,7 @@ extension CacheStore {
         try validateKey(key)
         var retry = Retry()
         while true {
-            guard let found = try find(key, retry: &retry) else {
-                countMiss()
-                return nil
-            }
+            guard let found = try findCountingMiss(key, retry: &retry) else { return nil }
             let header = found.header
             if !includingExpired && header.isExpiredNow {
                 guard isUnchanged(found) else { try backOff(&retry); continue }
@@ -163,10 +167,7 @@ extension CacheStore {
         try validateKey(key)
         var retry = Retry()
         while true {
-            guard let found = try find(key, retry: &retry) else {
-                countMiss()
-                return false
-            }
+            guard let found = try findCountingMiss(key, retry: &retry) else { return false }
             let header = found.header
             // A read-only mapping cannot pin (the table is in the file); it lends a checked copy.
             guard !isReadOnly, let slot = readers.pin(start: found.offset, end: found.offset + header.totalSize) else {
