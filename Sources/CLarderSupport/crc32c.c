@@ -155,3 +155,53 @@ uint32_t lrd_crc32c(uint32_t crc, const void *data, size_t length) {
     crc = hardware_available() ? crc_hardware(crc, p, length) : crc_software(crc, p, length);
     return ~crc;
 }
+
+uint32_t lrd_crc32c_then_copy(uint32_t crc, const void *prefix, size_t prefix_length,
+                              void *destination, const void *source, size_t length) {
+    const uint8_t *q = (const uint8_t *)prefix;
+    uint8_t *d = (uint8_t *)destination;
+    const uint8_t *p = (const uint8_t *)source;
+    crc = ~crc;
+    if (hardware_available()) {
+        crc = crc_hardware(crc, q, prefix_length);
+        crc = crc_copy_hardware(crc, d, p, length);
+    } else {
+        crc = crc_software(crc, q, prefix_length);
+        memcpy(d, p, length);
+        crc = crc_software(crc, d, length);
+    }
+    return ~crc;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2")))
+static uint32_t header_crc_hardware(uint32_t crc, const uint8_t *h) {
+    uint64_t w[4];
+    uint32_t first, last;
+    uint16_t middle;
+    memcpy(&first, h, 4);
+    memcpy(&middle, h + 6, 2);
+    memcpy(w, h + 8, 32);
+    memcpy(&last, h + 40, 4);
+    crc = _mm_crc32_u32(crc, first);
+    crc = _mm_crc32_u16(crc, middle);
+    uint64_t c = crc;
+    for (int i = 0; i < 4; i++) c = _mm_crc32_u64(c, w[i]);
+    return _mm_crc32_u32((uint32_t)c, last);
+}
+#else
+static uint32_t header_crc_hardware(uint32_t crc, const uint8_t *h) {
+    return crc_hardware(crc_hardware(crc, h, 4), h + 6, 38);
+}
+#endif
+
+uint32_t lrd_crc32c_record_header(uint32_t crc, const void *header) {
+    const uint8_t *h = (const uint8_t *)header;
+    crc = ~crc;
+    if (hardware_available()) {
+        crc = header_crc_hardware(crc, h);
+    } else {
+        crc = crc_software(crc_software(crc, h, 4), h + 6, 38);
+    }
+    return ~crc;
+}

@@ -25,6 +25,15 @@ uint32_t lrd_crc32c(uint32_t crc, const void *data, size_t length);
  * them chained onto `crc`, in one pass. */
 uint32_t lrd_crc32c_copy(uint32_t crc, void *destination, const void *source, size_t length);
 
+/* The CRC32C of `prefix ++ source` chained onto `crc`, copying `source` to `destination` on the
+ * way (one call for a record's key and value). */
+uint32_t lrd_crc32c_then_copy(uint32_t crc, const void *prefix, size_t prefix_length,
+                              void *destination, const void *source, size_t length);
+
+/* The CRC32C of bytes 0-3 and 6-43 of a 48-byte record header chained onto `crc`: the header
+ * checksum of docs/FORMAT.md, in one call with no length to dispatch on. */
+uint32_t lrd_crc32c_record_header(uint32_t crc, const void *header);
+
 /* XXH64 with the given seed, bit-exact with the reference xxHash. */
 uint64_t lrd_xxh64(const void *data, size_t length, uint64_t seed);
 

@@ -243,14 +243,21 @@ public final class Cache: @unchecked Sendable {
     ///   when the key is missing or expired.
     ///
     /// The corresponding C function is `larder_get`.
+    @inlinable
     public func copyValue(forKey key: some CacheKey, into buffer: UnsafeMutableRawBufferPointer) throws(LarderError) -> Int? {
+        // Inlined into the caller, like `withValue`: the key's type is concrete there, and the
+        // call below is the whole cost.
         try key.withCacheKeyBytes { keyBytes in
-            Result { () throws(LarderError) in
-                try read { () throws(LarderError) in
-                    try store.copyValue(forKey: keyBytes) { count in count <= buffer.count ? buffer : nil }
-                }
-            }
+            Result { () throws(LarderError) in try copyValue(forKeyBytes: keyBytes, into: buffer) }
         }.get()
+    }
+
+    /// `copyValue(forKey:into:)` for a key already in bytes.
+    @usableFromInline
+    func copyValue(forKeyBytes key: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) throws(LarderError) -> Int? {
+        try read { () throws(LarderError) in
+            try store.copyValue(forKey: key) { count in count <= buffer.count ? buffer : nil }
+        }
     }
 
     /// Whether a live, unexpired value exists for `key`. A closed cache or an invalid key answers

@@ -142,8 +142,8 @@ extension CacheStore {
                 : UnsafeMutableRawBufferPointer(rebasing: target[0..<header.storedLength])
             defer { if header.isCompressed { copy.deallocate() } }
             // One pass copies and checksums; the checksum is of the copy, whatever the map holds.
-            let checksum = lrd_crc32c_copy(lrd_crc32c(seed, key.baseAddress, key.count),
-                                           copy.baseAddress, stored.baseAddress, header.storedLength)
+            let checksum = lrd_crc32c_then_copy(seed, key.baseAddress, key.count,
+                                                copy.baseAddress, stored.baseAddress, header.storedLength)
             guard isUnchanged(found) else { try backOff(&retry); continue }
             guard checksum == header.dataChecksum else { throw damaged(found) }
             if header.isCompressed {

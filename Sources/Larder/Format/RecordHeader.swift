@@ -105,32 +105,36 @@ struct RecordHeader: Equatable {
     /// Both checksums start from the file's random seed (meta page), so bytes that a user stores
     /// as a value can never pass for a record header of this file during a recovery scan.
     static func headerChecksum(_ file: MappedFile, at offset: Int, seed: UInt32) -> UInt32 {
-        let first = file.checksum(offset, 4, chaining: seed)
-        return file.checksum(offset + 6, Field.headerChecksum - 6, chaining: first)
+        lrd_crc32c_record_header(seed, file.bytes(at: offset, count: size).baseAddress)
     }
 
     /// Reads and checks the header at `offset`: magic, kind, header checksum, and that the record
     /// lies inside `[offset, limit)`. Returns nil for anything else, whatever the bytes are.
+    /// On every lookup's path: one range check, then plain loads from the 48 bytes.
     static func read(from file: MappedFile, at offset: Int, limit: Int, seed: UInt32) -> RecordHeader? {
         guard offset & (FileLayout.recordAlignment - 1) == 0, file.contains(offset, size), offset + size <= limit
         else { return nil }
-        let word = UInt64(littleEndian: file.loadAcquire64(at: offset))
+        let bytes = file.bytes(at: offset, count: size).baseAddress!
+        let word = UInt64(littleEndian: lrd_load_acquire_u64(bytes))
+        func field<T: FixedWidthInteger>(_ at: Int, _: T.Type) -> T {
+            T(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: T.self))
+        }
         guard UInt16(truncatingIfNeeded: word) == magic,
               let kind = RecordKind(rawValue: UInt8(truncatingIfNeeded: word >> 16)),
               kind != .padding,
-              file.load(UInt32.self, at: offset + Field.headerChecksum) == headerChecksum(file, at: offset, seed: seed)
+              field(Field.headerChecksum, UInt32.self) == lrd_crc32c_record_header(seed, bytes)
         else { return nil }
         let header = RecordHeader(
             kind: kind,
             flags: UInt8(truncatingIfNeeded: word >> 24),
             isLive: UInt8(truncatingIfNeeded: word >> Word0.stateShift) == 1,
             keyLength: Int(word >> 48),
-            storedLength: Int(file.load(UInt32.self, at: offset + Field.storedLength)),
-            rawLength: Int(file.load(UInt32.self, at: offset + Field.rawLength)),
-            sequence: file.load(UInt64.self, at: offset + Field.sequence),
-            expiresAt: file.load(UInt64.self, at: offset + Field.expiresAt),
-            storedAt: file.load(UInt64.self, at: offset + Field.storedAt),
-            dataChecksum: file.load(UInt32.self, at: offset + Field.dataChecksum))
+            storedLength: Int(field(Field.storedLength, UInt32.self)),
+            rawLength: Int(field(Field.rawLength, UInt32.self)),
+            sequence: field(Field.sequence, UInt64.self),
+            expiresAt: field(Field.expiresAt, UInt64.self),
+            storedAt: field(Field.storedAt, UInt64.self),
+            dataChecksum: field(Field.dataChecksum, UInt32.self))
         guard offset + header.totalSize <= limit else { return nil }
         if kind == .entry {
             guard header.keyLength > 0 else { return nil }
@@ -195,8 +199,11 @@ struct RecordHeader: Equatable {
     /// Called by readers, without the writer lock: sets the access bit with one compare-and-swap
     /// of the first word, expecting it exactly as `header` describes it. If the record was
     /// replaced in the meantime the swap fails and nothing is written.
+    /// A record already marked is left alone: no locked instruction, and no store that would
+    /// dirty its page (read-mostly workloads would otherwise write pages back to disk).
     @inline(__always)
     static func markVisited(in file: MappedFile, at offset: Int, header: RecordHeader) {
+        if wasVisited(in: file, at: offset) { return }
         let expected = Word0.compose(kind: header.kind, flags: header.flags, keyLength: header.keyLength) | Word0.liveBit
         _ = file.compareExchange64(at: offset, expected: expected.littleEndian, desired: (expected | Word0.visitedBit).littleEndian)
     }

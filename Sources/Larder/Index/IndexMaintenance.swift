@@ -19,9 +19,14 @@ extension CacheStore {
     /// Reader: finds the live entry for `key`, checking its header, bounds and key bytes (not the
     /// value's checksum: callers that hand out the value do that).
     func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash) -> FoundEntry? {
-        if let found = lookup(key, hash: hash, in: active, draining: false) { return found }
-        if let old = draining { return lookup(key, hash: hash, in: old, draining: true) }
-        return nil
+        guard let old = draining else { return lookup(key, hash: hash, in: active, draining: false) }
+        // While the index grows, most keys are still where the migration cursor has not been:
+        // looking there first saves a probe of the other table (a cache miss) on most hits.
+        // Either order finds the key; both tables are searched before a miss.
+        if old.home(ofTag: hash.tag) >= state.migrationCursor {
+            return lookup(key, hash: hash, in: old, draining: true) ?? lookup(key, hash: hash, in: active, draining: false)
+        }
+        return lookup(key, hash: hash, in: active, draining: false) ?? lookup(key, hash: hash, in: old, draining: true)
     }
 
     @inline(__always)
