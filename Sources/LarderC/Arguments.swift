@@ -3,9 +3,9 @@ import Larder
 
 /// Turning C arguments into Swift values, refusing the ones that cannot be right.
 enum Arguments {
-    /// The `Cache` behind a handle; the handle is a retained reference made by `larder_open`.
-    static func cache(_ db: UnsafeMutablePointer<larder>?) -> Cache? {
-        db.map { Unmanaged<Cache>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue() }
+    /// The `Cache` behind a handle: the retained reference made by `larder_open`.
+    static func handle(_ db: UnsafeMutablePointer<larder>?) -> Unmanaged<Cache>? {
+        db.map { Unmanaged<Cache>.fromOpaque(UnsafeRawPointer($0)) }
     }
 
     static func handle(for cache: Cache) -> UnsafeMutablePointer<larder> {

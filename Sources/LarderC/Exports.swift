@@ -16,11 +16,14 @@ import Larder
 /// status code (with the thread's last error message set).
 private func withCache(_ db: UnsafeMutablePointer<larder>?, _ body: (Cache) throws -> Int32) -> Int32 {
     LastError.clear()
-    guard let cache = Arguments.cache(db) else { return Status.invalid("the handle is NULL") }
-    do {
-        return try body(cache)
-    } catch {
-        return Status.of(error)
+    guard let handle = Arguments.handle(db) else { return Status.invalid("the handle is NULL") }
+    // The handle holds a reference until larder_close: no retain and release around each call.
+    return handle._withUnsafeGuaranteedRef { cache in
+        do {
+            return try body(cache)
+        } catch {
+            return Status.of(error)
+        }
     }
 }
 

@@ -379,6 +379,7 @@ public final class Cache: @unchecked Sendable {
 
     /// Runs a read under the shared in-process lock, after taking up what other processes
     /// changed in the meta page (rare: file growth, index growth, clearing).
+    @inline(__always)
     func read<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
         while true {
             do {
@@ -390,7 +391,13 @@ public final class Cache: @unchecked Sendable {
             } catch where error == LarderError.staleView {
                 // Fall through to the refresh.
             }
-            try lock.withWriteLock { () throws(LarderError) in try store.refreshView() }
+            try refreshView()
         }
+    }
+
+    /// Takes up what other processes changed; out of line, as it is rare.
+    @inline(never)
+    private func refreshView() throws(LarderError) {
+        try lock.withWriteLock { () throws(LarderError) in try store.refreshView() }
     }
 }

@@ -62,6 +62,7 @@ struct RecordHeader: Equatable {
     var isCompressed: Bool { flags & RecordHeader.compressedFlag != 0 }
 
     /// Total bytes of the record in the ring.
+    @inline(__always)
     var totalSize: Int {
         kind == .entry ? RecordHeader.entrySize(keyLength: keyLength, storedLength: storedLength)
                        : RecordHeader.size + storedLength
@@ -111,6 +112,7 @@ struct RecordHeader: Equatable {
     /// Reads and checks the header at `offset`: magic, kind, header checksum, and that the record
     /// lies inside `[offset, limit)`. Returns nil for anything else, whatever the bytes are.
     /// On every lookup's path: one range check, then plain loads from the 48 bytes.
+    @inline(__always)
     static func read(from file: MappedFile, at offset: Int, limit: Int, seed: UInt32) -> RecordHeader? {
         guard offset & (FileLayout.recordAlignment - 1) == 0, file.contains(offset, size), offset + size <= limit
         else { return nil }
