@@ -39,6 +39,9 @@ extension CacheStore {
             size = RecordHeader.entrySize(keyLength: key.count, storedLength: storedLength)
         } else {
             file.copy(value, to: valueOffset)
+            // Stored raw, the record takes only the raw value's room, even when LZ4's bound was
+            // reserved for it (the rest stays free in front of the head).
+            size = RecordHeader.entrySize(keyLength: key.count, storedLength: value.count)
         }
         let header = RecordHeader(
             kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: storedLength,
