@@ -114,7 +114,7 @@ public final class Cache: @unchecked Sendable {
     /// The corresponding C function is `larder_put`.
     public func set(_ value: some ContiguousBytes, forKey key: some CacheKey, expiry: Expiry? = nil,
                     compression: Compression? = nil) throws(LarderError) {
-        let deadline = (expiry ?? options.defaultExpiry).deadline(now: SystemCall.nowMilliseconds())
+        let expiry = expiry ?? options.defaultExpiry
         let compressing = (compression ?? options.compression) == .lz4
         let result: Result<Void, LarderError> = key.withCacheKeyBytes { keyBytes in
             value.withUnsafeBytes { valueBytes in
@@ -122,7 +122,7 @@ public final class Cache: @unchecked Sendable {
                     try write { () throws(LarderError) in
                         try store.put(key: keyBytes, value: valueBytes,
                                       compress: compressing && valueBytes.count >= options.compressionThreshold,
-                                      expiresAt: deadline)
+                                      expiry: expiry)
                     }
                 }
             }

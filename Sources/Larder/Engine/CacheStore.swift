@@ -38,7 +38,11 @@ final class CacheStore {
     let pageSize: Int
     let ringStart: Int
     let isReadOnly: Bool
-    var meta: Meta
+    var meta: Meta {
+        didSet { layout = RingLayout(meta: meta, ringStart: ringStart) }
+    }
+    /// What the ring allocator derives from `meta`, kept up to date with it.
+    private(set) var layout: RingLayout
     let state: SharedState
     var active: HashTable
     var draining: HashTable?
@@ -65,6 +69,7 @@ final class CacheStore {
         self.meta = meta
         self.pageSize = meta.pageSize
         self.ringStart = FileLayout.dataStart(pageSize: meta.pageSize)
+        self.layout = RingLayout(meta: meta, ringStart: ringStart)
         self.isReadOnly = readOnly
         self.state = SharedState(file: file, pageSize: meta.pageSize)
         self.readers = ReaderTable(state: state, pageSize: meta.pageSize)
