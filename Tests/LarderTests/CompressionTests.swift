@@ -52,6 +52,21 @@ struct CompressionTests {
         #expect(afterNoise.compressionRatio > 1)
     }
 
+    @Test func incompressibleValuesTakeOnlyTheirRawRoomAndTheRingStaysWhole() throws {
+        // Room for LZ4's worst case is reserved; a value stored raw must still advance the head
+        // by its own record only, or the tail later meets bytes that are no record and rebuilds.
+        let directory = TemporaryDirectory()
+        let cache = try lz4Cache(directory.path(), capacity: 256 << 10)
+        for index in 0..<3000 {
+            try cache.set(pattern(index, count: 200), forKey: "noise-\(10_000 + index)")
+        }
+        let stats = cache.stats
+        #expect(stats.recoveries == 0)
+        #expect(stats.evictions > 0)
+        #expect(stats.recordBytes == stats.entryCount * RecordHeader.entrySize(keyLength: 11, storedLength: 200))
+        #expect(try cache.bytes(forKey: "noise-12999") == pattern(2999, count: 200))
+    }
+
     @Test func valuesUnderTheThresholdAndPerWriteOverridesAreHonoured() throws {
         let directory = TemporaryDirectory()
         let cache = try lz4Cache(directory.path(), threshold: 1000)

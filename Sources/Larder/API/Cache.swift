@@ -112,22 +112,34 @@ public final class Cache: @unchecked Sendable {
     ///   key, `.full` when the disk refuses more space, `.readOnly`, `.closed`.
     ///
     /// The corresponding C function is `larder_put`.
+    @inlinable
     public func set(_ value: some ContiguousBytes, forKey key: some CacheKey, expiry: Expiry? = nil,
                     compression: Compression? = nil) throws(LarderError) {
-        let deadline = (expiry ?? options.defaultExpiry).deadline(now: SystemCall.nowMilliseconds())
-        let compressing = (compression ?? options.compression) == .lz4
-        let result: Result<Void, LarderError> = key.withCacheKeyBytes { keyBytes in
+        // Inlined into the caller, where the key and value types are concrete: the engine below
+        // is not generic, and the closures return nothing that needs generic metadata.
+        var failure: LarderError?
+        key.withCacheKeyBytes { keyBytes in
             value.withUnsafeBytes { valueBytes in
-                Result { () throws(LarderError) in
-                    try write { () throws(LarderError) in
-                        try store.put(key: keyBytes, value: valueBytes,
-                                      compress: compressing && valueBytes.count >= options.compressionThreshold,
-                                      expiresAt: deadline)
-                    }
-                }
+                failure = setValue(valueBytes, forKey: keyBytes, expiry: expiry, compression: compression)
             }
         }
-        try result.get()
+        if let failure { throw failure }
+    }
+
+    /// `set` without the generic key and value: the error, or nil when the value was stored.
+    @usableFromInline
+    func setValue(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer, expiry: Expiry?,
+                  compression: Compression?) -> LarderError? {
+        let expiry = expiry ?? options.defaultExpiry
+        let compress = (compression ?? options.compression) == .lz4 && value.count >= options.compressionThreshold
+        do {
+            try write { () throws(LarderError) in
+                try store.put(key: key, value: value, compress: compress, expiry: expiry)
+            }
+            return nil
+        } catch {
+            return error
+        }
     }
 
     /// Removes the value for `key`.
@@ -135,11 +147,17 @@ public final class Cache: @unchecked Sendable {
     /// - Returns: Whether there was a live value to remove.
     ///
     /// The corresponding C function is `larder_delete`.
-    @discardableResult
+    @inlinable @discardableResult
     public func removeValue(forKey key: some CacheKey) throws(LarderError) -> Bool {
-        try key.withCacheKeyBytes { keyBytes in
-            Result { () throws(LarderError) in try write { () throws(LarderError) in try store.remove(key: keyBytes) } }
-        }.get()
+        var outcome: Result<Bool, LarderError> = .success(false)
+        key.withCacheKeyBytes { keyBytes in outcome = removeValue(forKeyBytes: keyBytes) }
+        return try outcome.get()
+    }
+
+    /// `removeValue` without the generic key.
+    @usableFromInline
+    func removeValue(forKeyBytes key: UnsafeRawBufferPointer) -> Result<Bool, LarderError> {
+        Result { () throws(LarderError) in try write { () throws(LarderError) in try store.remove(key: key) } }
     }
 
     /// Removes every entry, in time independent of how many there are.
@@ -368,13 +386,32 @@ public final class Cache: @unchecked Sendable {
     /// Runs a write: the in-process exclusive lock, then the writer lock shared with every
     /// process (which also brings this process's view of the file up to date).
     func write<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
+        try beginWrite()
+        defer { endWrite() }
+        return try body()
+    }
+
+    /// `write` in two halves, without closures on the hot path: the in-process exclusive lock,
+    /// then the writer lock. On failure neither is held.
+    @inline(__always)
+    private func beginWrite() throws(LarderError) {
         if BorrowMarker.isBorrowed(self) {
             throw LarderError(.invalidArgument, "cannot change the cache from inside withValue(forKey:_:) on the same thread", path: path)
         }
-        return try lock.withWriteLock { () throws(LarderError) -> R in
+        lock.lockExclusive()
+        do throws(LarderError) {
             try checkOpen()
-            return try store.withWriterLock(body)
+            try store.acquireWriterLock()
+        } catch {
+            lock.unlockExclusive()
+            throw error
         }
+    }
+
+    @inline(__always)
+    private func endWrite() {
+        store.releaseWriterLock()
+        lock.unlockExclusive()
     }
 
     /// Runs a read under the shared in-process lock, after taking up what other processes

@@ -16,29 +16,17 @@ extension CacheStore {
         case island(start: Int, end: Int)
     }
 
-    /// A live index segment as a `[start, end)` range, or nil when `location` names none.
-    @inline(__always)
-    private func island(_ location: IndexLocation) -> (start: Int, end: Int)? {
-        guard location.exists else { return nil }
-        return (location.offset, location.offset + IndexSegment.byteCount(slotCount: location.slotCount, pageSize: pageSize))
-    }
-
-    /// The live index segments (at most two), without allocating: this runs on every write.
-    private var activeIsland: (start: Int, end: Int)? { island(meta.activeIndex) }
-    private var drainingIsland: (start: Int, end: Int)? { island(meta.drainingIndex) }
-
-    private var islandBytes: Int {
-        (activeIsland.map { $0.end - $0.start } ?? 0) + (drainingIsland.map { $0.end - $0.start } ?? 0)
-    }
+    private var activeIsland: (start: Int, end: Int)? { layout.activeIsland }
+    private var drainingIsland: (start: Int, end: Int)? { layout.drainingIsland }
 
     /// Bytes of the ring (at full capacity) not taken by index segments.
-    var usableRingBytes: Int { capacity - ringStart - islandBytes }
+    var usableRingBytes: Int { layout.usableRingBytes }
 
-    /// Free bytes kept in front of the head while reclaiming, so that records read since the
-    /// tail last passed can be relocated rather than evicted.
-    var reclaimSlack: Int {
-        min((capacity - ringStart) / 16, 256 << 10) & ~(FileLayout.recordAlignment - 1)
-    }
+    /// Free bytes kept in front of the head while reclaiming (see `RingLayout`).
+    var reclaimSlack: Int { layout.reclaimSlack }
+
+    /// The largest record that can ever be placed (see `RingLayout`).
+    var largestPlaceableRecord: Int { layout.largestPlaceableRecord }
 
     /// The end of the free run starting at the head, and what ends it. Records that a reader in
     /// some process is lending out (pinned) are obstacles like index segments.
@@ -60,24 +48,6 @@ extension CacheStore {
             for pinned in readers.pinnedRanges() { consider(pinned) }
         }
         return (limit, obstacle)
-    }
-
-    /// The largest record that can ever be placed: the longest stretch of the ring, at full
-    /// capacity, between index segments.
-    var largestPlaceableRecord: Int {
-        var first = activeIsland
-        var second = drainingIsland
-        if let a = first, let b = second, b.start < a.start { swap(&first, &second) }
-        var longest = 0
-        var position = ringStart
-        func step(_ range: (start: Int, end: Int)?) {
-            guard let range else { return }
-            longest = max(longest, range.start - position)
-            position = range.end
-        }
-        step(first)
-        step(second)
-        return max(longest, capacity - position)
     }
 
     /// Free bytes between head and tail in ring order, not counting the index segments that
@@ -193,5 +163,46 @@ extension CacheStore {
         // During recovery, before the index is placed, the meta page is not yet valid; recovery's
         // own final write records the size.
         if meta.activeIndex.exists { try writeMeta() }
+    }
+}
+
+/// What the allocator needs to know of the meta page, worked out once per meta change rather than
+/// on every write (`CacheStore.meta` recomputes it when it changes).
+struct RingLayout {
+    /// The live index segments (at most two) as `[start, end)` ranges.
+    let activeIsland: (start: Int, end: Int)?
+    let drainingIsland: (start: Int, end: Int)?
+    /// The largest record that can ever be placed: the longest stretch of the ring, at full
+    /// capacity, between index segments.
+    let largestPlaceableRecord: Int
+    /// Bytes of the ring (at full capacity) not taken by index segments.
+    let usableRingBytes: Int
+    /// Free bytes kept in front of the head while reclaiming, so that records read since the
+    /// tail last passed can be relocated rather than evicted.
+    let reclaimSlack: Int
+
+    init(meta: Meta, ringStart: Int) {
+        func island(_ location: IndexLocation) -> (start: Int, end: Int)? {
+            guard location.exists else { return nil }
+            return (location.offset, location.offset + IndexSegment.byteCount(slotCount: location.slotCount, pageSize: meta.pageSize))
+        }
+        let capacity = meta.capacity
+        activeIsland = island(meta.activeIndex)
+        drainingIsland = island(meta.drainingIndex)
+        var first = activeIsland
+        var second = drainingIsland
+        if let a = first, let b = second, b.start < a.start { swap(&first, &second) }
+        var longest = 0
+        var position = ringStart
+        var islandBytes = 0
+        for range in [first, second] {
+            guard let range else { continue }
+            longest = max(longest, range.start - position)
+            position = range.end
+            islandBytes += range.end - range.start
+        }
+        largestPlaceableRecord = max(longest, capacity - position)
+        usableRingBytes = capacity - ringStart - islandBytes
+        reclaimSlack = min((capacity - ringStart) / 16, 256 << 10) & ~(FileLayout.recordAlignment - 1)
     }
 }

@@ -3,48 +3,56 @@ import CLarderSupport
 /// Writes: each runs under the exclusive in-process lock and the writer lock (`withWriterLock`).
 extension CacheStore {
     /// Stores `value` for `key`, replacing any earlier value, compressed with LZ4 when `compress`
-    /// is set and it saves space. Evicts what it must to make room.
+    /// is set and it saves space. Evicts what it must to make room. The record's time stored and
+    /// the deadline of `expiry` come from one reading of the clock.
     func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, compress: Bool,
-             expiresAt: UInt64) throws(LarderError) {
+             expiry: Expiry) throws(LarderError) {
         try validateKey(key)
         var compress = compress && value.count <= LZ4Codec.maximumInputSize
         var size = RecordHeader.entrySize(keyLength: key.count,
                                           storedLength: compress ? LZ4Codec.bound(value.count) : value.count)
-        if size > largestPlaceableRecord && draining != nil {
+        var largest = largestPlaceableRecord
+        if size > largest && draining != nil {
             // A second index segment may be what is in the way; finishing the growth removes it.
             try stepMigration(slots: HashTable.maximumSlotCount)
+            largest = largestPlaceableRecord
         }
-        if compress && size > largestPlaceableRecord {
+        if compress && size > largest {
             // Room for LZ4's worst case is not there; the raw value may still fit.
             compress = false
             size = RecordHeader.entrySize(keyLength: key.count, storedLength: value.count)
         }
-        guard value.count <= UInt32.max, size <= largestPlaceableRecord else {
-            throw LarderError(.tooLarge, "a value of \(value.count) bytes does not fit this cache (capacity \(capacity) bytes; the largest record it can place is \(largestPlaceableRecord) bytes)", path: path)
+        guard value.count <= UInt32.max, size <= largest else {
+            throw LarderError(.tooLarge, "a value of \(value.count) bytes does not fit this cache (capacity \(capacity) bytes; the largest record it can place is \(largest) bytes)", path: path)
         }
         let hash = KeyHash(key)
         try stepMigration()
-        try ensureIndexRoom()
+        if state.entryCount >= active.loadLimit { try ensureIndexRoom() }
         let offset = try reserve(size)
 
-        // Compress straight into the ring: the room reserved is LZ4's bound, the record takes
-        // only what the compressed form needs.
-        let valueOffset = offset + RecordHeader.size + key.count
-        file.copy(key, to: offset + RecordHeader.size)
+        // Compression goes straight into the ring: the room reserved is LZ4's bound, the record
+        // takes only what the compressed form needs.
+        let record = file.mutableBytes(at: offset, count: size).baseAddress!
+        let keyStart = record + RecordHeader.size
+        let valueStart = keyStart + key.count
+        keyStart.copyMemory(from: key.baseAddress!, byteCount: key.count)
         var storedLength = value.count
         var flags: UInt8 = 0
-        if compress, let compressed = LZ4Codec.compress(value, into: file.mutableBytes(at: valueOffset, count: size - RecordHeader.size - key.count)) {
+        if compress, let compressed = LZ4Codec.compress(value, into: UnsafeMutableRawBufferPointer(start: valueStart, count: size - RecordHeader.size - key.count)) {
             storedLength = compressed
             flags = RecordHeader.compressedFlag
-            size = RecordHeader.entrySize(keyLength: key.count, storedLength: storedLength)
-        } else {
-            file.copy(value, to: valueOffset)
+        } else if value.count > 0 {
+            valueStart.copyMemory(from: value.baseAddress!, byteCount: value.count)
         }
+        // The record takes only the room of the stored form, even when LZ4's bound was reserved
+        // (the rest stays free in front of the head).
+        size = RecordHeader.entrySize(keyLength: key.count, storedLength: storedLength)
+        let checksum = lrd_crc32c(seed, keyStart, key.count + storedLength)
+        let now = SystemCall.nowMilliseconds()
         let header = RecordHeader(
             kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: storedLength,
-            rawLength: value.count, sequence: takeSequence(), expiresAt: expiresAt,
-            storedAt: SystemCall.nowMilliseconds(),
-            dataChecksum: file.checksum(offset + RecordHeader.size, key.count + storedLength, chaining: seed))
+            rawLength: value.count, sequence: takeSequence(), expiresAt: expiry.deadline(now: now),
+            storedAt: now, dataChecksum: checksum)
         header.write(to: file, at: offset, seed: seed)
         advanceHead(past: size)
 
@@ -75,8 +83,8 @@ extension CacheStore {
     func remove(key: UnsafeRawBufferPointer) throws(LarderError) -> Bool {
         try validateKey(key)
         guard let found = lookup(key, hash: KeyHash(key)) else { return false }
-        let expired = found.header.isExpired(now: SystemCall.nowMilliseconds())
-        removeEntry(at: found.offset, header: found.header, counter: expired ? .expirations : .removals)
+        let expired = found.header.isExpiredNow
+        removeEntry(found, counter: expired ? .expirations : .removals)
         return !expired
     }
 

@@ -38,7 +38,11 @@ final class CacheStore {
     let pageSize: Int
     let ringStart: Int
     let isReadOnly: Bool
-    var meta: Meta
+    var meta: Meta {
+        didSet { layout = RingLayout(meta: meta, ringStart: ringStart) }
+    }
+    /// What the ring allocator derives from `meta`, kept up to date with it.
+    private(set) var layout: RingLayout
     let state: SharedState
     var active: HashTable
     var draining: HashTable?
@@ -65,6 +69,7 @@ final class CacheStore {
         self.meta = meta
         self.pageSize = meta.pageSize
         self.ringStart = FileLayout.dataStart(pageSize: meta.pageSize)
+        self.layout = RingLayout(meta: meta, ringStart: ringStart)
         self.isReadOnly = readOnly
         self.state = SharedState(file: file, pageSize: meta.pageSize)
         self.readers = ReaderTable(state: state, pageSize: meta.pageSize)
@@ -402,19 +407,35 @@ final class CacheStore {
     /// of a writer that died holding it is taken over, and the file it may have left half-changed
     /// is rebuilt first.
     func withWriterLock<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
+        try acquireWriterLock()
+        defer { releaseWriterLock() }
+        return try body()
+    }
+
+    /// `withWriterLock` in two halves, for the write path: takes the writer lock, repairs what a
+    /// dead holder left, and takes up other processes' changes. On success the caller must call
+    /// `releaseWriterLock()`; on failure the lock is not held.
+    func acquireWriterLock() throws(LarderError) {
         try checkWritable()
         let area = state.writerLockArea
         let rc = lrd_writer_lock(area, file.descriptor.rawValue)
         if rc < 0 { throw SystemCall.error("take the writer lock", errno: -rc).at(path) }
-        defer { lrd_writer_unlock(area, file.descriptor.rawValue) }
-        if rc == LRD_LOCK_OWNER_DIED {
-            // Remember the repair in the file until it is done, whatever happens to this process.
-            state.needsRepair = true
-            lrd_writer_lock_consistent(area)
+        do throws(LarderError) {
+            if rc == LRD_LOCK_OWNER_DIED {
+                // Remember the repair in the file until it is done, whatever happens to this process.
+                state.needsRepair = true
+                lrd_writer_lock_consistent(area)
+            }
+            if !viewIsCurrent { try refreshView() }
+            if state.needsRepair { try rebuild() }
+        } catch {
+            releaseWriterLock()
+            throw error
         }
-        try refreshView()
-        if state.needsRepair { try rebuild() }
-        return try body()
+    }
+
+    func releaseWriterLock() {
+        lrd_writer_unlock(state.writerLockArea, file.descriptor.rawValue)
     }
 
     // MARK: - Closing

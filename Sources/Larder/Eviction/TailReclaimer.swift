@@ -82,7 +82,20 @@ extension CacheStore {
     /// Takes the live entry at `offset` out of the index and the counts, and marks it dead.
     func removeEntry(at offset: Int, header: RecordHeader, counter: SharedState.Counter) {
         let key = file.bytes(at: offset + RecordHeader.size, count: header.keyLength)
-        if removeFromIndex(HashTable.slot(tag: KeyHash(key).tag, offset: offset)) {
+        let removed = removeFromIndex(HashTable.slot(tag: KeyHash(key).tag, offset: offset))
+        retire(at: offset, header: header, counting: removed ? counter : nil)
+    }
+
+    /// Removes the entry a lookup just found, whose slot is known: no hashing, no search.
+    func removeEntry(_ found: FoundEntry, counter: SharedState.Counter) {
+        removeSlot(at: found.slotIndex, inDraining: found.inDraining)
+        retire(at: found.offset, header: found.header, counting: counter)
+    }
+
+    /// Marks the entry at `offset`, already out of the index, dead; takes it out of the counts
+    /// when it was in the index (`counter` not nil).
+    private func retire(at offset: Int, header: RecordHeader, counting counter: SharedState.Counter?) {
+        if let counter {
             state.entryCount -= 1
             state.liveRawBytes -= header.rawLength
             state.liveStoredBytes -= header.storedLength

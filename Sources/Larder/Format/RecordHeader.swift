@@ -91,16 +91,31 @@ struct RecordHeader: Equatable {
     /// Writes the header at `offset`; the key and value must already be in place after it when
     /// `dataChecksum` was computed from them. The state byte becomes live last, with release
     /// ordering: a reader that sees it live sees the whole record.
+    ///
+    /// The range is checked once; the header checksum is computed from the values in registers
+    /// (the same bytes `headerChecksum` reads back), not from the file.
     func write(to file: MappedFile, at offset: Int, seed: UInt32) {
-        file.storeRelease64(Word0.compose(kind: kind, flags: flags, keyLength: keyLength).littleEndian, at: offset)
-        file.store(UInt32(storedLength), at: offset + Field.storedLength)
-        file.store(UInt32(rawLength), at: offset + Field.rawLength)
-        file.store(sequence, at: offset + Field.sequence)
-        file.store(expiresAt, at: offset + Field.expiresAt)
-        file.store(storedAt, at: offset + Field.storedAt)
-        file.store(dataChecksum, at: offset + Field.dataChecksum)
-        file.store(RecordHeader.headerChecksum(file, at: offset, seed: seed), at: offset + Field.headerChecksum)
-        if isLive { file.fetchOr64(Word0.liveBit.littleEndian, at: offset) }
+        precondition(offset & 7 == 0, "bad record offset")
+        let record = file.mutableBytes(at: offset, count: RecordHeader.size).baseAddress!
+        let word0 = Word0.compose(kind: kind, flags: flags, keyLength: keyLength)
+        let lengths = UInt64(UInt32(storedLength)) | UInt64(UInt32(rawLength)) << 32
+        // Bytes 0-3 ++ 6-43 as they will lie in the file, packed into 42 contiguous bytes.
+        var covered = (
+            (word0 & 0xFFFF_FFFF | (word0 >> 48) << 32 | lengths << 48).littleEndian,
+            (lengths >> 16 | sequence << 48).littleEndian,
+            (sequence >> 16 | expiresAt << 48).littleEndian,
+            (expiresAt >> 16 | storedAt << 48).littleEndian,
+            (storedAt >> 16 | UInt64(dataChecksum) << 48).littleEndian,
+            (UInt64(dataChecksum) >> 16).littleEndian)
+        let checksum = withUnsafeBytes(of: &covered) { lrd_crc32c(seed, $0.baseAddress, Field.headerChecksum - 2) }
+        lrd_store_release_u64(record, word0.littleEndian)
+        record.storeBytes(of: lengths.littleEndian, toByteOffset: Field.storedLength, as: UInt64.self)
+        record.storeBytes(of: sequence.littleEndian, toByteOffset: Field.sequence, as: UInt64.self)
+        record.storeBytes(of: expiresAt.littleEndian, toByteOffset: Field.expiresAt, as: UInt64.self)
+        record.storeBytes(of: storedAt.littleEndian, toByteOffset: Field.storedAt, as: UInt64.self)
+        record.storeBytes(of: (UInt64(dataChecksum) | UInt64(checksum) << 32).littleEndian,
+                          toByteOffset: Field.dataChecksum, as: UInt64.self)
+        if isLive { _ = lrd_fetch_or_u64(record, Word0.liveBit.littleEndian) }
     }
 
     /// Both checksums start from the file's random seed (meta page), so bytes that a user stores

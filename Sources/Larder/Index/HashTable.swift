@@ -32,8 +32,9 @@ struct HashTable {
         self.bits = slotCount.trailingZeroBitCount
     }
 
-    /// The number of keys this table may hold before it must grow.
-    var loadLimit: Int { Int(Double(slotCount) * HashTable.maximumLoad) }
+    /// The number of keys this table may hold before it must grow: `maximumLoad` (3/4) of the
+    /// slots, in integers (checked on every write).
+    var loadLimit: Int { slotCount - slotCount / 4 }
 
     @inline(__always)
     static func slot(tag: UInt32, offset: Int) -> UInt64 {

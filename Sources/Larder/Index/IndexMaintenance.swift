@@ -70,10 +70,7 @@ extension CacheStore {
     /// Removes the slot holding exactly `slot`. Returns whether there was one.
     func removeFromIndex(_ slot: UInt64) -> Bool {
         if let index = active.find(exactly: slot) {
-            // Shifting moves other keys back a slot: readers that miss meanwhile look again.
-            state.beginIndexChange()
-            active.removeShifting(at: index)
-            state.endIndexChange()
+            removeSlot(at: index, inDraining: false)
             return true
         }
         if let table = draining, let index = table.find(exactly: slot) {
@@ -83,21 +80,39 @@ extension CacheStore {
         return false
     }
 
+    /// Empties slot `index` of the active table (shifting its cluster back) or of the draining one
+    /// (a tombstone).
+    func removeSlot(at index: Int, inDraining: Bool) {
+        if inDraining {
+            draining!.removeLeavingTombstone(at: index)
+        } else {
+            // Shifting moves other keys back a slot: readers that miss meanwhile look again.
+            state.beginIndexChange()
+            active.removeShifting(at: index)
+            state.endIndexChange()
+        }
+    }
+
     /// Moves the next few slots of the draining table into the active one.
     func stepMigration(slots: Int = CacheStore.migrationStep) throws(LarderError) {
         guard let old = draining else { return }
         var cursor = state.migrationCursor
         let end = min(old.slotCount, cursor + slots)
-        state.beginIndexChange()
+        // The epoch brackets the moves; a step that finds nothing to move changes no slot.
+        var moving = false
         while cursor < end {
             let slot = old[cursor]
             if HashTable.isEntry(slot) {
+                if !moving {
+                    state.beginIndexChange()
+                    moving = true
+                }
                 active.insert(slot)
                 old.removeLeavingTombstone(at: cursor)
             }
             cursor += 1
         }
-        state.endIndexChange()
+        if moving { state.endIndexChange() }
         state.migrationCursor = cursor
         if cursor == old.slotCount {
             let location = meta.drainingIndex

@@ -25,8 +25,15 @@ final class ReadWriteLock: @unchecked Sendable {
 
     @inline(__always)
     func withWriteLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        lrd_rwlock_write_lock(word)
-        defer { lrd_rwlock_write_unlock(word) }
+        lockExclusive()
+        defer { unlockExclusive() }
         return try body()
     }
+
+    /// The write lock without a closure, for the write path; pair with `unlockExclusive()`.
+    @inline(__always)
+    func lockExclusive() { lrd_rwlock_write_lock(word) }
+
+    @inline(__always)
+    func unlockExclusive() { lrd_rwlock_write_unlock(word) }
 }
