@@ -53,7 +53,7 @@ extension LarderCommand {
 
         private static func stateText(_ state: StateSnapshot?) -> String {
             guard let state, state.isFormatted else { return "not formatted (needs recovery)" }
-            if !state.isClean { return "not closed cleanly (open in a process, or left by a crash)" }
+            if !state.isClean { return "not closed cleanly (changed by a process that has it open, or left by a crash)" }
             return state.isPlausible ? "clean" : "clean, but head and tail are impossible"
         }
 

@@ -58,6 +58,32 @@ struct RecoveryTests {
         #expect(try cache.bytes(forKey: "after") == [1])
     }
 
+    /// Opening a clean file waits for no disk; the first write makes the file unclean, durably,
+    /// before it changes anything.
+    @Test func anOpenThatOnlyReadsLeavesTheFileCleanAndTheFirstWriteDoesNot() throws {
+        let directory = TemporaryDirectory()
+        let first = try Cache(at: directory.path(), capacity: 4 << 20)
+        try first.set([1, 2, 3], forKey: "kept")
+        try first.close()
+
+        let cache = try Cache(path: directory.path())
+        #expect(try cache.bytes(forKey: "kept") == [1, 2, 3])
+        let afterReads = directory.path("after-reads.larder")
+        try FileManager.default.copyItem(atPath: directory.path(), toPath: afterReads)
+        try cache.set([4], forKey: "new")
+        let afterWrite = directory.path("after-write.larder")
+        try FileManager.default.copyItem(atPath: directory.path(), toPath: afterWrite)
+        try cache.close()
+
+        let readOnlyCrash = try Cache(path: afterReads)
+        #expect(!readOnlyCrash.wasRecovered)
+        #expect(try readOnlyCrash.bytes(forKey: "kept") == [1, 2, 3])
+        let writerCrash = try Cache(path: afterWrite)
+        #expect(writerCrash.wasRecovered)
+        #expect(try writerCrash.bytes(forKey: "kept") == [1, 2, 3])
+        #expect(try writerCrash.bytes(forKey: "new") == [4])
+    }
+
     @Test func aRebuiltCacheThatHadWrappedKeepsOnlyValidValues() throws {
         let directory = TemporaryDirectory()
         let copy = try snapshotOfOpenCache(directory) { cache in

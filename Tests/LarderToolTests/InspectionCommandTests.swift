@@ -217,11 +217,11 @@ struct InspectionCommandTests {
         try cache.set(Data("v".utf8), forKey: "k")
         try cache.sync()
         try Larder.expect(["get", path, "k"], stdout: "v")
-        #expect(try Larder.expect(["info", path]).stdout.contains("state         not closed cleanly (open in a process, or left by a crash)\n"))
+        #expect(try Larder.expect(["info", path]).stdout.contains("state         not closed cleanly (changed by a process that has it open, or left by a crash)\n"))
         #expect(try Larder.expect(["dump", path]).stdout.hasSuffix("1 entry, 1 B (1 B stored)\n"))
         try Larder.expect(["verify", path], stdout: """
             \(path): no damage found
-            note: not closed cleanly: a process has it open, or one crashed; the next read-write open recovers it
+            note: not closed cleanly: a process that has it open changed it, or one crashed; the next read-write open recovers it
             2 records checked, 1 entry reachable, 1012 KiB walked
 
             """)

@@ -234,12 +234,14 @@ final class CacheStore {
         // afresh (a crashed process may have left either taken).
         try store.formatSharedPage()
         // Durably unclean before the first change: a crash from here on, even inside recovery,
-        // is noticed by the next open.
-        try store.markInUse()
+        // is noticed by the next open. An open that changes nothing leaves that to the first
+        // write (`acquireWriterLock`): opening a clean file then waits for no disk.
         if !usable {
+            try store.markInUse()
             try store.rebuild()
             store.recoveredOnOpen = true
         } else if metaChanged {
+            try store.markInUse()
             try store.writeMeta()
         }
         return store
@@ -330,6 +332,7 @@ final class CacheStore {
     }
 
     /// Clears the clean flag durably before any change, so that a crash from here on is noticed.
+    /// Once per file: later writers of any process find the flag clear.
     private func markInUse() throws(LarderError) {
         state.isClean = false
         try file.flush(state.base, pageSize)
@@ -421,6 +424,8 @@ final class CacheStore {
         let rc = lrd_writer_lock(area, file.descriptor.rawValue)
         if rc < 0 { throw SystemCall.error("take the writer lock", errno: -rc).at(path) }
         do throws(LarderError) {
+            // The first change since the file was last closed clean, by any process.
+            if state.isClean { try markInUse() }
             if rc == LRD_LOCK_OWNER_DIED {
                 // Remember the repair in the file until it is done, whatever happens to this process.
                 state.needsRepair = true

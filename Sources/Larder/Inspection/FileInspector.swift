@@ -203,7 +203,7 @@
 @_spi(Inspection) public struct StateSnapshot: Sendable {
     /// Magic and layout version are right.
     public let isFormatted: Bool
-    /// The last process to close the file closed it cleanly (and none has it open read-write).
+    /// The last process to close the file closed it cleanly, and nothing changed it since.
     public let isClean: Bool
     /// Head, tail, span and migration cursor describe a possible ring (docs/FORMAT.md 3.2).
     public let isPlausible: Bool

@@ -57,7 +57,7 @@ extension FileInspector {
             if !state.isFormatted {
                 problem(statePage, "the shared-state page is not formatted")
             } else if !state.isClean {
-                notes.append("not closed cleanly: a process has it open, or one crashed; the next read-write open recovers it")
+                notes.append("not closed cleanly: a process that has it open changed it, or one crashed; the next read-write open recovers it")
             } else if !state.isPlausible && !summary.isTruncated {
                 problem(statePage, "the shared state is impossible (head \(state.head), tail \(state.tail), span \(state.spanBytes))")
             }
