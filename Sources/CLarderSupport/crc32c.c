@@ -40,41 +40,12 @@ static uint32_t crc_software(uint32_t crc, const uint8_t *p, size_t n) {
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>
-
-__attribute__((target("sse4.2")))
-static uint32_t crc_hardware(uint32_t crc, const uint8_t *p, size_t n) {
-    uint64_t c = crc;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        c = _mm_crc32_u64(c, w);
-        p += 8;
-        n -= 8;
-    }
-    uint32_t c32 = (uint32_t)c;
-    while (n--) c32 = _mm_crc32_u8(c32, *p++);
-    return c32;
-}
-
-__attribute__((target("sse4.2")))
-static uint32_t crc_copy_hardware(uint32_t crc, uint8_t *d, const uint8_t *p, size_t n) {
-    uint64_t c = crc;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        c = _mm_crc32_u64(c, w);
-        memcpy(d, &w, 8);
-        p += 8;
-        d += 8;
-        n -= 8;
-    }
-    uint32_t c32 = (uint32_t)c;
-    while (n--) {
-        c32 = _mm_crc32_u8(c32, *p);
-        *d++ = *p++;
-    }
-    return c32;
-}
+#define HARDWARE __attribute__((target("sse4.2")))
+/* The chains are kept 64 bits wide, as crc32q writes them: a 32-bit chain costs a zero-extending
+ * move per step, a fourth cycle on the first chain. */
+typedef uint64_t chain;
+#define CRC64(crc, word) _mm_crc32_u64((crc), (word))
+#define CRC8(crc, byte) _mm_crc32_u8((crc), (byte))
 
 static int hardware_available(void) {
     static int cached = -1;
@@ -94,19 +65,10 @@ static int hardware_available(void) {
 #define HWCAP_CRC32 (1 << 7)
 #endif
 #endif
-
-__attribute__((target("crc")))
-static uint32_t crc_hardware(uint32_t crc, const uint8_t *p, size_t n) {
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        crc = __crc32cd(crc, w);
-        p += 8;
-        n -= 8;
-    }
-    while (n--) crc = __crc32cb(crc, *p++);
-    return crc;
-}
+#define HARDWARE __attribute__((target("crc")))
+typedef uint32_t chain;
+#define CRC64(crc, word) __crc32cd((crc), (word))
+#define CRC8(crc, byte) __crc32cb((crc), (byte))
 
 static int hardware_available(void) {
 #if defined(__APPLE__)
@@ -123,17 +85,127 @@ static int hardware_available(void) {
     return 0;
 #endif
 }
-#else
-static uint32_t crc_hardware(uint32_t crc, const uint8_t *p, size_t n) { return crc_software(crc, p, n); }
-static int hardware_available(void) { return 0; }
 #endif
 
-#if !defined(__x86_64__)
-/* Elsewhere the copy and the checksum are two passes (the ARM CRC loop is short already). */
+#if defined(HARDWARE)
+/* The hardware path. One crc32 instruction has a latency of three cycles but a throughput of one
+ * per cycle, so a single chain of them runs at a third of the speed the unit can give. Long
+ * buffers are therefore cut into blocks of three equal parts, checksummed as three interleaved
+ * chains. The CRC register update is linear, so
+ *     register(A ++ B) == shift_|B|(register(A)) ^ register_from_zero(B),
+ * where shift_n is the effect of n zero bytes on the register, and shifts join the chains.
+ * (Mark Adler's crc32c.c and Intel's crc_pcl do the same.) Blocks of 3 * LONG_BLOCK bytes start
+ * their first chain from the running register; blocks of 3 * SHORT_BLOCK start all three from
+ * zero and join the running register with one more shift, which keeps the joins off the chains'
+ * critical path (worth some 8% on 16 KiB). Below 3 * SHORT_BLOCK bytes, one chain. */
+#define LONG_BLOCK 8192
+#define SHORT_BLOCK 256
+
+/* shift_n as four tables of 256 entries, one per byte of the register. Built once, on first use,
+ * like the software table: a racing second builder writes the same values. */
+static uint32_t shift_long[4][256];      /* LONG_BLOCK zero bytes */
+static uint32_t shift_short[4][256];     /* SHORT_BLOCK */
+static uint32_t shift_short_all[4][256]; /* 3 * SHORT_BLOCK */
+static int shift_ready;
+
+/* The register after `n` zero bytes (n a multiple of 8), by the software table: with a zero
+ * word, only the register's own four bytes reach the slicing tables. */
+static uint32_t zeros_software(uint32_t crc, size_t n) {
+    for (; n >= 8; n -= 8)
+        crc = table[7][crc & 0xFF] ^ table[6][(crc >> 8) & 0xFF] ^ table[5][(crc >> 16) & 0xFF] ^
+              table[4][crc >> 24];
+    return crc;
+}
+
+/* By linearity, shift_n(v) is the XOR of shift_n of v's set bits: 32 real computations fill
+ * 1024 entries. */
+static void build_shift(uint32_t shift[4][256], size_t n) {
+    uint32_t bit[32];
+    for (int i = 0; i < 32; i++) bit[i] = zeros_software((uint32_t)1 << i, n);
+    for (int k = 0; k < 4; k++) {
+        shift[k][0] = 0;
+        for (uint32_t v = 1; v < 256; v++) shift[k][v] = shift[k][v & (v - 1)] ^ bit[8 * k + __builtin_ctz(v)];
+    }
+}
+
+static void build_shift_tables(void) {
+    if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE)) build_table();
+    build_shift(shift_long, LONG_BLOCK);
+    build_shift(shift_short, SHORT_BLOCK);
+    build_shift(shift_short_all, 3 * SHORT_BLOCK);
+    __atomic_store_n(&shift_ready, 1, __ATOMIC_RELEASE);
+}
+
+static inline uint32_t shift(uint32_t op[4][256], uint32_t crc) {
+    return op[0][crc & 0xFF] ^ op[1][(crc >> 8) & 0xFF] ^ op[2][(crc >> 16) & 0xFF] ^ op[3][crc >> 24];
+}
+
+static inline uint64_t load64(const uint8_t *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+#define ALWAYS_INLINE __attribute__((always_inline)) inline
+
+/* The register over one block of 3 * part bytes at `p`, the first chain starting from `crc`.
+ * If `copy` (a constant once inlined), each word is also stored to `d`: the checksum is of the
+ * bytes copied, and the copy costs no second pass (faster here than a memcpy of the block first). */
+HARDWARE static ALWAYS_INLINE uint32_t crc_block(uint32_t crc, int copy, uint8_t *d, const uint8_t *p,
+                                                 size_t part, uint32_t join[4][256]) {
+    chain c0 = crc, c1 = 0, c2 = 0;
+    for (size_t i = 0; i < part; i += 8) {
+        uint64_t w0 = load64(p + i), w1 = load64(p + part + i), w2 = load64(p + 2 * part + i);
+        c0 = CRC64(c0, w0);
+        c1 = CRC64(c1, w1);
+        c2 = CRC64(c2, w2);
+        if (copy) {
+            memcpy(d + i, &w0, 8);
+            memcpy(d + part + i, &w1, 8);
+            memcpy(d + 2 * part + i, &w2, 8);
+        }
+    }
+    return shift(join, shift(join, (uint32_t)c0) ^ (uint32_t)c1) ^ (uint32_t)c2;
+}
+
+/* The register over `n` bytes at `p`, copying them to `d` if `copy`. */
+HARDWARE static ALWAYS_INLINE uint32_t crc_blocks(uint32_t crc, int copy, uint8_t *d, const uint8_t *p, size_t n) {
+    if (n >= 3 * SHORT_BLOCK) {
+        if (!__atomic_load_n(&shift_ready, __ATOMIC_ACQUIRE)) build_shift_tables();
+        for (; n >= 3 * LONG_BLOCK; n -= 3 * LONG_BLOCK, p += 3 * LONG_BLOCK) {
+            crc = crc_block(crc, copy, d, p, LONG_BLOCK, shift_long);
+            if (copy) d += 3 * LONG_BLOCK;
+        }
+        for (; n >= 3 * SHORT_BLOCK; n -= 3 * SHORT_BLOCK, p += 3 * SHORT_BLOCK) {
+            crc = shift(shift_short_all, crc) ^ crc_block(0, copy, d, p, SHORT_BLOCK, shift_short);
+            if (copy) d += 3 * SHORT_BLOCK;
+        }
+    }
+    if (copy) {
+        memcpy(d, p, n);
+        p = d;
+    }
+    chain c = crc;
+    for (; n >= 8; n -= 8, p += 8) c = CRC64(c, load64(p));
+    crc = (uint32_t)c;
+    while (n--) crc = CRC8(crc, *p++);
+    return crc;
+}
+
+HARDWARE static uint32_t crc_hardware(uint32_t crc, const uint8_t *p, size_t n) {
+    return crc_blocks(crc, 0, NULL, p, n);
+}
+
+HARDWARE static uint32_t crc_copy_hardware(uint32_t crc, uint8_t *d, const uint8_t *p, size_t n) {
+    return crc_blocks(crc, 1, d, p, n);
+}
+#else
+static uint32_t crc_hardware(uint32_t crc, const uint8_t *p, size_t n) { return crc_software(crc, p, n); }
 static uint32_t crc_copy_hardware(uint32_t crc, uint8_t *d, const uint8_t *p, size_t n) {
     memcpy(d, p, n);
-    return crc_hardware(crc, p, n);
+    return crc_software(crc, d, n);
 }
+static int hardware_available(void) { return 0; }
 #endif
 
 uint32_t lrd_crc32c_copy(uint32_t crc, void *destination, const void *source, size_t length) {

@@ -1,0 +1,136 @@
+import CLarderSupport
+import Foundation
+import Testing
+
+/// Long buffers take the hardware path's three interleaved chains (blocks of 3 × 8192 bytes, then
+/// of 3 × 256) joined by shift tables; short ones take a single chain. Whatever the path, the
+/// checksum is the one in the file format: these compare every long-path result against a chain
+/// of calls on pieces short enough for the single chain, at and around every block boundary and
+/// for several misalignments.
+@Suite("Checksum of long buffers")
+struct ChecksumLongBufferTests {
+    static let longBlock = 3 * 8192
+    static let shortBlock = 3 * 256
+    static let maximum = 100_000
+    static let offsets = [0, 1, 3, 7]
+    static let seed: UInt32 = 0x1234_5678
+
+    /// Every length to 2 × 3 × 256 + 64, then a window around every multiple of 3 × 256 (which
+    /// includes the multiples of 3 × 8192), and a few sizes values often have.
+    static let lengths: [Int] = {
+        var lengths = Set(0...(2 * shortBlock + 64))
+        for boundary in stride(from: shortBlock, through: maximum + 9, by: shortBlock) {
+            lengths.formUnion((boundary - 9)...(boundary + 9))
+        }
+        for boundary in stride(from: longBlock, through: maximum + 9, by: longBlock) {
+            lengths.formUnion([boundary - shortBlock - 1, boundary - shortBlock, boundary + shortBlock,
+                               boundary + shortBlock + 1, boundary + 2 * shortBlock - 1])
+        }
+        lengths.formUnion([4096, 16383, 16384, 16385, 65536, maximum - 1, maximum])
+        return lengths.filter { $0 <= maximum }.sorted()
+    }()
+
+    /// Source bytes (with room for every offset), read by the reference and the code under test.
+    final class Buffers {
+        let source: UnsafeMutableRawBufferPointer
+        let destination: UnsafeMutableRawBufferPointer
+        /// Per offset, the chained CRC of the first k × `piece` bytes from that offset.
+        let checkpoints: [[UInt32]]
+        static let piece = 512 // below 3 × 256: the single chain
+
+        init() {
+            let size = ChecksumLongBufferTests.maximum + 16
+            source = .allocate(byteCount: size, alignment: 64)
+            destination = .allocate(byteCount: size, alignment: 64)
+            source.copyBytes(from: pattern(42, count: size))
+            let source = UnsafeRawBufferPointer(self.source)
+            checkpoints = ChecksumLongBufferTests.offsets.map { offset in
+                var crc = ChecksumLongBufferTests.seed
+                var chain = [crc]
+                for start in stride(from: 0, to: ChecksumLongBufferTests.maximum, by: Self.piece) {
+                    crc = lrd_crc32c(crc, source.baseAddress! + offset + start, Self.piece)
+                    chain.append(crc)
+                }
+                return chain
+            }
+        }
+
+        deinit {
+            source.deallocate()
+            destination.deallocate()
+        }
+
+        /// The CRC of `length` bytes from `offset` as a chain of short pieces.
+        func reference(offset: Int, length: Int) -> UInt32 {
+            let index = ChecksumLongBufferTests.offsets.firstIndex(of: offset)!
+            let whole = length / Self.piece * Self.piece
+            return lrd_crc32c(checkpoints[index][length / Self.piece], source.baseAddress! + offset + whole,
+                              length - whole)
+        }
+
+        /// Whether `length` bytes at `destinationOffset` equal those at `sourceOffset`.
+        func copied(_ length: Int, from sourceOffset: Int, to destinationOffset: Int) -> Bool {
+            memcmp(destination.baseAddress! + destinationOffset, source.baseAddress! + sourceOffset, length) == 0
+        }
+
+        func clearDestination() {
+            memset(destination.baseAddress!, 0xA5, destination.count)
+        }
+    }
+
+    @Test func theCheckValueStillHolds() {
+        let text = Array("123456789".utf8)
+        #expect(text.withUnsafeBytes { lrd_crc32c(0, $0.baseAddress, $0.count) } == 0xE306_9283)
+    }
+
+    @Test func wholeBufferEqualsTheChainOfShortPieces() {
+        let buffers = Buffers()
+        var wrong: [String] = []
+        for length in Self.lengths {
+            for offset in Self.offsets {
+                let whole = lrd_crc32c(Self.seed, buffers.source.baseAddress! + offset, length)
+                if whole != buffers.reference(offset: offset, length: length) { wrong.append("\(length)@\(offset)") }
+            }
+        }
+        #expect(wrong.isEmpty, "\(wrong.count) wrong, first length@offset: \(wrong.prefix(8))")
+    }
+
+    @Test func copyingChecksumsTheBytesItCopies() {
+        let buffers = Buffers()
+        var wrong: [String] = []
+        for (index, length) in Self.lengths.enumerated() {
+            for offset in [Self.offsets[index % 4], Self.offsets[(index + 1) % 4]] {
+                let destinationOffset = (offset + 5) % 8
+                buffers.clearDestination()
+                let crc = lrd_crc32c_copy(Self.seed, buffers.destination.baseAddress! + destinationOffset,
+                                          buffers.source.baseAddress! + offset, length)
+                if crc != buffers.reference(offset: offset, length: length) { wrong.append("crc \(length)@\(offset)") }
+                if !buffers.copied(length, from: offset, to: destinationOffset) { wrong.append("copy \(length)@\(offset)") }
+                // Nothing written past the end.
+                if buffers.destination[destinationOffset + length] != 0xA5 { wrong.append("past \(length)@\(offset)") }
+            }
+        }
+        #expect(wrong.isEmpty, "\(wrong.count) wrong, first: \(wrong.prefix(8))")
+    }
+
+    @Test func copyingAfterAPrefixChecksumsBoth() {
+        let buffers = Buffers()
+        var wrong: [String] = []
+        for (index, length) in Self.lengths.enumerated() {
+            let offset = Self.offsets[index % 4]
+            for prefix in [0, 1, 13, 37].filter({ $0 <= length }) {
+                let destinationOffset = (index + prefix) % 8
+                buffers.clearDestination()
+                let source = buffers.source.baseAddress! + offset
+                let crc = lrd_crc32c_then_copy(Self.seed, source, prefix,
+                                               buffers.destination.baseAddress! + destinationOffset,
+                                               source + prefix, length - prefix)
+                let at = "\(length)@\(offset)+\(prefix)"
+                if crc != buffers.reference(offset: offset, length: length) { wrong.append("crc \(at)") }
+                if !buffers.copied(length - prefix, from: offset + prefix, to: destinationOffset) { wrong.append("copy \(at)") }
+                if buffers.destination[destinationOffset + length - prefix] != 0xA5 { wrong.append("past \(at)") }
+            }
+        }
+        #expect(wrong.isEmpty, "\(wrong.count) wrong, first: \(wrong.prefix(8))")
+    }
+}
