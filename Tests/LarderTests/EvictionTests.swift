@@ -20,6 +20,35 @@ struct EvictionTests {
         #expect(cache.stats.evictions > 0)
     }
 
+    @Test("a cache a third full keeps every key of large values through any number of updates")
+    func largeValuesAreNotEvictedFromACacheFarFromFull() throws {
+        let directory = TemporaryDirectory()
+        // Values larger than the fixed part of the room kept free in front of the head.
+        let cache = try Cache(at: directory.path(), capacity: 3 << 20)
+        let keys = 4
+        // Keys of different lengths make records of different sizes: the room in front of the
+        // head is then rarely a whole number of records.
+        func name(_ key: Int) -> String { String(repeating: "k", count: 1 + 19 * key) }
+        let base = pattern(7, count: 256 << 10)
+        func value(_ key: Int, _ version: Int) -> [UInt8] {
+            var bytes = base
+            withUnsafeBytes(of: (key, version)) { bytes.replaceSubrange(0..<$0.count, with: $0) }
+            return bytes
+        }
+        var version = [Int](repeating: 0, count: keys)
+        for key in 0..<keys { try cache.set(value(key, 0), forKey: name(key)) }
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<300 {
+            let key = Int.random(in: 0..<keys, using: &generator)
+            version[key] += 1
+            try cache.set(value(key, version[key]), forKey: name(key))
+        }
+        for key in 0..<keys {
+            #expect(try cache.bytes(forKey: name(key)) == value(key, version[key]), "key \(key)")
+        }
+        #expect(cache.stats.evictions == 0)
+    }
+
     @Test("a key read all the time survives any amount of writing")
     func hotKeySurvives() throws {
         let directory = TemporaryDirectory()

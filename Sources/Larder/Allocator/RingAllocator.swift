@@ -65,14 +65,28 @@ extension CacheStore {
         return (ringEnd - ringStart) - state.spanBytes - parked
     }
 
+    /// The free bytes to keep in front of the head beyond a record of `size`. While the live
+    /// data is below the compaction threshold nothing should be evicted: the fixed slack is then
+    /// joined by twice the record's own size (up to a quarter of the ring), so that records about
+    /// as large as the ones being written find a contiguous run to be relocated to when the tail
+    /// reaches them (free bytes may be split by the ring's end). With the fixed slack alone,
+    /// 1 MiB values in a cache a third full lost keys. A fuller cache evicts what was not read
+    /// anyway and keeps its room for values.
+    private func slack(for size: Int) -> Int {
+        guard state.liveRecordBytes <= compactionThreshold else { return reclaimSlack }
+        return reclaimSlack + 2 * min(size, usableRingBytes / 8)
+    }
+
     /// Makes `size` bytes at the head free, starting at a multiple of `alignment`, and returns
     /// that offset. The caller writes the record there and then calls `advanceHead(past:)`.
     ///
-    /// Once the file is at its capacity, the tail is kept `reclaimSlack` bytes ahead of what the
-    /// head needs, so that a record read since the tail last passed finds room to be relocated.
+    /// Once the file is at its capacity, the tail is kept `slack(for: size)` bytes ahead of what
+    /// the head needs, so that a record read since the tail last passed finds room to be relocated.
     func reserve(_ size: Int, alignment: Int = FileLayout.recordAlignment) throws(LarderError) -> Int {
         precondition(size > 0 && size % FileLayout.recordAlignment == 0)
-        var relocationBudget = max(4 * size, 64 << 10)
+        // Enough to relocate the live records met on the way while a quarter of the ring is
+        // garbage, with room for runs of them; still bounded by the put's own size.
+        var relocationBudget = max(8 * size, 64 << 10)
         // A bound on the work, so that a damaged ring can never make this spin.
         var steps = 0
         let stepLimit = 4 * (ringEnd - ringStart) / FileLayout.recordAlignment + 64
@@ -85,7 +99,7 @@ extension CacheStore {
             let start = FileLayout.alignUp(head, alignment)
             let (limit, obstacle) = freeRun(from: head)
             if start + size <= limit {
-                if ringEnd < capacity || state.spanBytes == 0 || gapBytes >= size + reclaimSlack {
+                if ringEnd < capacity || state.spanBytes == 0 || gapBytes >= size + slack(for: size) {
                     if start > head { pad(from: head, to: start) }
                     return start
                 }
