@@ -30,6 +30,31 @@ struct IndexGrowthTests {
         }
     }
 
+    /// Halfway through a doubling, keys live in both tables, and a lookup picks the table to
+    /// probe first from the migration cursor: every key must still be found, with its value,
+    /// and absent keys must miss.
+    @Test func everyKeyIsFoundHalfwayThroughADoubling() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 16 << 20)
+        var count = 0
+        func drainedHalf() -> Bool {
+            guard count > 10_000, let old = cache.entry.store.draining else { return false }
+            return cache.entry.store.state.migrationCursor >= old.slotCount / 2
+        }
+        while !drainedHalf() {
+            try cache.set(pattern(count, count: 12), forKey: "key-\(count)")
+            count += 1
+            try #require(count < 200_000)
+        }
+        for index in 0..<count {
+            #expect(try cache.bytes(forKey: "key-\(index)") == pattern(index, count: 12), "key-\(index)")
+        }
+        for index in count..<(count + 2_000) {
+            #expect(try cache.bytes(forKey: "key-\(index)") == nil)
+        }
+        #expect(cache.entry.store.draining != nil)
+    }
+
     @Test func removalsWhileGrowingDoNotLoseOtherKeys() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 16 << 20)
