@@ -56,6 +56,29 @@ struct BoundaryTests {
         #expect(try cache.bytes(forKey: "big") == big)
     }
 
+    /// A put that makes the index double places a new segment in the ring first; a value that
+    /// fitted before that is then placed or refused as too large, never reported as damage.
+    @Test(arguments: [-66, -4_096, -9_000])
+    func aLargeValueThatMakesTheIndexGrowIsPlacedOrRefusedAsTooLarge(margin: Int) throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 256 << 10)
+        let store = cache.entry.store
+        var count = 0
+        while store.state.entryCount < store.active.loadLimit {
+            try cache.set([UInt8(truncatingIfNeeded: count)], forKey: "k\(count)")
+            count += 1
+        }
+        let value = pattern(3, count: store.largestPlaceableRecord + margin)
+        do {
+            try cache.set(value, forKey: "big")
+            #expect(try cache.bytes(forKey: "big") == value)
+        } catch {
+            #expect(error.code == .tooLarge, "\(error)")
+        }
+        try cache.set([1], forKey: "after")
+        #expect(try cache.bytes(forKey: "after") == [1])
+    }
+
     @Test func aValueLargerThanTheCapacityIsRejectedAndLosesNothing() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 1 << 20)

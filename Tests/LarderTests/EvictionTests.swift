@@ -49,6 +49,32 @@ struct EvictionTests {
         #expect(cache.stats.evictions == 0)
     }
 
+    @Test("a large value put into a cache of many small entries, far from full, evicts none")
+    func aLargeValueAmongSmallOnesEvictsNothing() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 1 << 20)
+        for key in 0..<3_000 { try cache.set(pattern(key, count: 8), forKey: "s\(key)") }
+        let big = pattern(-1, count: 512 << 10)
+        try cache.set(big, forKey: "big")
+        #expect(try cache.bytes(forKey: "big") == big)
+        #expect(cache.stats.evictions == 0)
+        #expect(cache.count == 3_001)
+    }
+
+    @Test("values overwritten round-robin at two thirds of the capacity are all kept")
+    func roundRobinOverwritesBelowTheThresholdKeepEveryKey() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 4 << 20)
+        let keys = 7
+        for round in 0..<12 {
+            for key in 0..<keys { try cache.set(pattern(round * keys + key, count: 400_000), forKey: "v\(key)") }
+        }
+        for key in 0..<keys {
+            #expect(try cache.bytes(forKey: "v\(key)") == pattern(11 * keys + key, count: 400_000), "v\(key)")
+        }
+        #expect(cache.stats.evictions == 0)
+    }
+
     @Test("a key read all the time survives any amount of writing")
     func hotKeySurvives() throws {
         let directory = TemporaryDirectory()

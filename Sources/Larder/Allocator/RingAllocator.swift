@@ -67,14 +67,19 @@ extension CacheStore {
 
     /// The free bytes to keep in front of the head beyond a record of `size`. While the live
     /// data is below the compaction threshold nothing should be evicted: the fixed slack is then
-    /// joined by twice the record's own size (up to a quarter of the ring), so that records about
-    /// as large as the ones being written find a contiguous run to be relocated to when the tail
-    /// reaches them (free bytes may be split by the ring's end). With the fixed slack alone,
-    /// 1 MiB values in a cache a third full lost keys. A fuller cache evicts what was not read
-    /// anyway and keeps its room for values.
+    /// joined by up to twice the record's own size (at most a quarter of the ring), so that
+    /// records about as large as the ones being written find a contiguous run to be relocated
+    /// to when the tail reaches them (free bytes may be split by the ring's end); with the fixed
+    /// slack alone, 1 MiB values in a cache a third full lost keys. The extra room is only asked
+    /// for as far as reclaiming dead records can give it, with a margin: relocating a live
+    /// record leaves the room in front of the head as it was, so asking for more than the ring
+    /// holds beyond its live data could only be met by evicting. A fuller cache evicts what was
+    /// not read anyway and keeps its room for values.
     private func slack(for size: Int) -> Int {
-        guard state.liveRecordBytes <= compactionThreshold else { return reclaimSlack }
-        return reclaimSlack + 2 * min(size, usableRingBytes / 8)
+        let live = state.liveRecordBytes
+        guard live <= compactionThreshold else { return reclaimSlack }
+        let attainable = (usableRingBytes - live - size - reclaimSlack) / 2
+        return reclaimSlack + max(0, min(2 * min(size, usableRingBytes / 8), attainable))
     }
 
     /// Makes `size` bytes at the head free, starting at a multiple of `alignment`, and returns

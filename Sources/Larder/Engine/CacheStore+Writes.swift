@@ -8,6 +8,11 @@ extension CacheStore {
     func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, compress: Bool,
              expiry: Expiry) throws(LarderError) {
         try validateKey(key)
+        let hash = KeyHash(key)
+        try stepMigration()
+        // First the index's room: growing it places a new segment in the ring, which changes what
+        // the largest record that fits is.
+        if state.entryCount >= active.loadLimit { try ensureIndexRoom() }
         var compress = compress && value.count <= LZ4Codec.maximumInputSize
         var size = RecordHeader.entrySize(keyLength: key.count,
                                           storedLength: compress ? LZ4Codec.bound(value.count) : value.count)
@@ -25,9 +30,6 @@ extension CacheStore {
         guard value.count <= UInt32.max, size <= largest else {
             throw LarderError(.tooLarge, "a value of \(value.count) bytes does not fit this cache (capacity \(capacity) bytes; the largest record it can place is \(largest) bytes)", path: path)
         }
-        let hash = KeyHash(key)
-        try stepMigration()
-        if state.entryCount >= active.loadLimit { try ensureIndexRoom() }
         let offset = try reserve(size)
 
         // Compression goes straight into the ring: the room reserved is LZ4's bound, the record

@@ -335,7 +335,13 @@ final class CacheStore {
     /// Once per file: later writers of any process find the flag clear.
     private func markInUse() throws(LarderError) {
         state.isClean = false
-        try file.flush(state.base, pageSize)
+        do throws(LarderError) {
+            try file.flush(state.base, pageSize)
+        } catch {
+            // Not durably unclean: the next writer must try again rather than find the flag clear.
+            state.isClean = true
+            throw error
+        }
     }
 
     /// Writes `meta` to the copy not written last, with the next sequence number, and tells
@@ -424,13 +430,14 @@ final class CacheStore {
         let rc = lrd_writer_lock(area, file.descriptor.rawValue)
         if rc < 0 { throw SystemCall.error("take the writer lock", errno: -rc).at(path) }
         do throws(LarderError) {
-            // The first change since the file was last closed clean, by any process.
-            if state.isClean { try markInUse() }
             if rc == LRD_LOCK_OWNER_DIED {
-                // Remember the repair in the file until it is done, whatever happens to this process.
+                // Remember the repair in the file until it is done, whatever happens to this process,
+                // and make the lock usable again before anything here can fail.
                 state.needsRepair = true
                 lrd_writer_lock_consistent(area)
             }
+            // The first change since the file was last closed clean, by any process.
+            if state.isClean { try markInUse() }
             if !viewIsCurrent { try refreshView() }
             if state.needsRepair { try rebuild() }
         } catch {

@@ -126,38 +126,49 @@ struct RecordHeader: Equatable {
 
     /// Reads and checks the header at `offset`: magic, kind, header checksum, and that the record
     /// lies inside `[offset, limit)`. Returns nil for anything else, whatever the bytes are.
-    /// On every lookup's path: one range check, then plain loads from the 48 bytes.
+    ///
+    /// The 48 bytes are copied once, after the first word's acquiring load, and checked and
+    /// decoded from the copy: a writer of another process reusing the place meanwhile can make
+    /// the checksum fail, never yield a header mixing two records.
     @inline(__always)
     static func read(from file: MappedFile, at offset: Int, limit: Int, seed: UInt32) -> RecordHeader? {
         guard offset & (FileLayout.recordAlignment - 1) == 0, file.contains(offset, size), offset + size <= limit
         else { return nil }
         let bytes = file.bytes(at: offset, count: size).baseAddress!
-        let word = UInt64(littleEndian: lrd_load_acquire_u64(bytes))
-        func field<T: FixedWidthInteger>(_ at: Int, _: T.Type) -> T {
-            T(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: T.self))
+        let rawWord = lrd_load_acquire_u64(bytes)
+        var copy: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &copy) { local in
+            local.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: size))
+            local.storeBytes(of: rawWord, as: UInt64.self)
         }
-        guard UInt16(truncatingIfNeeded: word) == magic,
-              let kind = RecordKind(rawValue: UInt8(truncatingIfNeeded: word >> 16)),
-              kind != .padding,
-              field(Field.headerChecksum, UInt32.self) == lrd_crc32c_record_header(seed, bytes)
-        else { return nil }
-        let header = RecordHeader(
-            kind: kind,
-            flags: UInt8(truncatingIfNeeded: word >> 24),
-            isLive: UInt8(truncatingIfNeeded: word >> Word0.stateShift) == 1,
-            keyLength: Int(word >> 48),
-            storedLength: Int(field(Field.storedLength, UInt32.self)),
-            rawLength: Int(field(Field.rawLength, UInt32.self)),
-            sequence: field(Field.sequence, UInt64.self),
-            expiresAt: field(Field.expiresAt, UInt64.self),
-            storedAt: field(Field.storedAt, UInt64.self),
-            dataChecksum: field(Field.dataChecksum, UInt32.self))
-        guard offset + header.totalSize <= limit else { return nil }
-        if kind == .entry {
-            guard header.keyLength > 0 else { return nil }
-            guard header.isCompressed || header.rawLength == header.storedLength else { return nil }
+        let word = UInt64(littleEndian: rawWord)
+        return withUnsafeBytes(of: &copy) { local -> RecordHeader? in
+            func field<T: FixedWidthInteger>(_ at: Int, _: T.Type) -> T {
+                T(littleEndian: local.loadUnaligned(fromByteOffset: at, as: T.self))
+            }
+            guard UInt16(truncatingIfNeeded: word) == magic,
+                  let kind = RecordKind(rawValue: UInt8(truncatingIfNeeded: word >> 16)),
+                  kind != .padding,
+                  field(Field.headerChecksum, UInt32.self) == lrd_crc32c_record_header(seed, local.baseAddress)
+            else { return nil }
+            let header = RecordHeader(
+                kind: kind,
+                flags: UInt8(truncatingIfNeeded: word >> 24),
+                isLive: UInt8(truncatingIfNeeded: word >> Word0.stateShift) == 1,
+                keyLength: Int(word >> 48),
+                storedLength: Int(field(Field.storedLength, UInt32.self)),
+                rawLength: Int(field(Field.rawLength, UInt32.self)),
+                sequence: field(Field.sequence, UInt64.self),
+                expiresAt: field(Field.expiresAt, UInt64.self),
+                storedAt: field(Field.storedAt, UInt64.self),
+                dataChecksum: field(Field.dataChecksum, UInt32.self))
+            guard offset + header.totalSize <= limit else { return nil }
+            if kind == .entry {
+                guard header.keyLength > 0 else { return nil }
+                guard header.isCompressed || header.rawLength == header.storedLength else { return nil }
+            }
+            return header
         }
-        return header
     }
 
     /// Whether the key and value bytes of the entry at `offset` match `dataChecksum`.
