@@ -1,10 +1,12 @@
 #include "CLarderSupport.h"
 
+#include <pthread.h>
 #include <string.h>
 
-/* Software fallback: slicing-by-8 tables, built once. */
+/* Software fallback: slicing-by-8 tables, built once (pthread_once: no thread reads a table
+ * another is still writing). */
 static uint32_t table[8][256];
-static int table_ready;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
 static void build_table(void) {
     for (uint32_t n = 0; n < 256; n++) {
@@ -19,11 +21,10 @@ static void build_table(void) {
             table[k][n] = c;
         }
     }
-    __atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
 }
 
 static uint32_t crc_software(uint32_t crc, const uint8_t *p, size_t n) {
-    if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE)) build_table();
+    pthread_once(&table_once, build_table);
     while (n >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
@@ -106,11 +107,11 @@ static int hardware_available(void) {
 #define SHORT_BLOCK 256
 
 /* shift_n as four tables of 256 entries, one per byte of the register. Built once, on first use,
- * like the software table: a racing second builder writes the same values. */
+ * like the software table. */
 static uint32_t shift_long[4][256];      /* LONG_BLOCK zero bytes */
 static uint32_t shift_short[4][256];     /* SHORT_BLOCK */
 static uint32_t shift_short_all[4][256]; /* 3 * SHORT_BLOCK */
-static int shift_ready;
+static pthread_once_t shift_once = PTHREAD_ONCE_INIT;
 
 /* The register after `n` zero bytes (n a multiple of 8), by the software table: with a zero
  * word, only the register's own four bytes reach the slicing tables. */
@@ -133,11 +134,10 @@ static void build_shift(uint32_t shift[4][256], size_t n) {
 }
 
 static void build_shift_tables(void) {
-    if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE)) build_table();
+    pthread_once(&table_once, build_table);
     build_shift(shift_long, LONG_BLOCK);
     build_shift(shift_short, SHORT_BLOCK);
     build_shift(shift_short_all, 3 * SHORT_BLOCK);
-    __atomic_store_n(&shift_ready, 1, __ATOMIC_RELEASE);
 }
 
 static inline uint32_t shift(uint32_t op[4][256], uint32_t crc) {
@@ -175,7 +175,7 @@ HARDWARE static ALWAYS_INLINE uint32_t crc_block(uint32_t crc, int copy, uint8_t
 /* The register over `n` bytes at `p`, copying them to `d` if `copy`. */
 HARDWARE static ALWAYS_INLINE uint32_t crc_blocks(uint32_t crc, int copy, uint8_t *d, const uint8_t *p, size_t n) {
     if (n >= 3 * SHORT_BLOCK) {
-        if (!__atomic_load_n(&shift_ready, __ATOMIC_ACQUIRE)) build_shift_tables();
+        pthread_once(&shift_once, build_shift_tables);
         for (; n >= 3 * LONG_BLOCK; n -= 3 * LONG_BLOCK, p += 3 * LONG_BLOCK) {
             crc = crc_block(crc, copy, d, p, LONG_BLOCK, shift_long);
             if (copy) d += 3 * LONG_BLOCK;
