@@ -8,27 +8,14 @@ extension CacheStore {
     func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, compress: Bool,
              expiry: Expiry) throws(LarderError) {
         try validateKey(key)
+        // Refuses a value that cannot fit before anything changes, so that it loses nothing.
+        var (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compress)
         let hash = KeyHash(key)
         try stepMigration()
-        // First the index's room: growing it places a new segment in the ring, which changes what
-        // the largest record that fits is.
-        if state.entryCount >= active.loadLimit { try ensureIndexRoom() }
-        var compress = compress && value.count <= LZ4Codec.maximumInputSize
-        var size = RecordHeader.entrySize(keyLength: key.count,
-                                          storedLength: compress ? LZ4Codec.bound(value.count) : value.count)
-        var largest = largestPlaceableRecord
-        if size > largest && draining != nil {
-            // A second index segment may be what is in the way; finishing the growth removes it.
-            try stepMigration(slots: HashTable.maximumSlotCount)
-            largest = largestPlaceableRecord
-        }
-        if compress && size > largest {
-            // Room for LZ4's worst case is not there; the raw value may still fit.
-            compress = false
-            size = RecordHeader.entrySize(keyLength: key.count, storedLength: value.count)
-        }
-        guard value.count <= UInt32.max, size <= largest else {
-            throw LarderError(.tooLarge, "a value of \(value.count) bytes does not fit this cache (capacity \(capacity) bytes; the largest record it can place is \(largest) bytes)", path: path)
+        if state.entryCount >= active.loadLimit {
+            try ensureIndexRoom()
+            // A new index segment in the ring may now be in the way.
+            (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compressing)
         }
         let offset = try reserve(size)
 
@@ -40,7 +27,7 @@ extension CacheStore {
         keyStart.copyMemory(from: key.baseAddress!, byteCount: key.count)
         var storedLength = value.count
         var flags: UInt8 = 0
-        if compress, let compressed = LZ4Codec.compress(value, into: UnsafeMutableRawBufferPointer(start: valueStart, count: size - RecordHeader.size - key.count)) {
+        if compressing, let compressed = LZ4Codec.compress(value, into: UnsafeMutableRawBufferPointer(start: valueStart, count: size - RecordHeader.size - key.count)) {
             storedLength = compressed
             flags = RecordHeader.compressedFlag
         } else if value.count > 0 {
@@ -79,6 +66,29 @@ extension CacheStore {
         state.liveRawBytes += value.count
         state.liveStoredBytes += storedLength
         state.liveRecordBytes += size
+    }
+
+    /// The ring bytes a record of this key and value takes (LZ4's bound when compressing), and
+    /// whether it is compressed: compression is given up when its bound does not fit but the raw
+    /// value does. Finishes an index migration whose second segment is in the way.
+    /// - Throws: `.tooLarge` when the record can never fit.
+    private func placement(keyLength: Int, valueLength: Int, compress: Bool) throws(LarderError) -> (size: Int, compress: Bool) {
+        var compress = compress && valueLength <= LZ4Codec.maximumInputSize
+        var size = RecordHeader.entrySize(keyLength: keyLength,
+                                          storedLength: compress ? LZ4Codec.bound(valueLength) : valueLength)
+        var largest = largestPlaceableRecord
+        if size > largest && draining != nil {
+            try stepMigration(slots: HashTable.maximumSlotCount)
+            largest = largestPlaceableRecord
+        }
+        if compress && size > largest {
+            compress = false
+            size = RecordHeader.entrySize(keyLength: keyLength, storedLength: valueLength)
+        }
+        guard valueLength <= UInt32.max, size <= largest else {
+            throw LarderError(.tooLarge, "a value of \(valueLength) bytes does not fit this cache (capacity \(capacity) bytes; the largest record it can place is \(largest) bytes)", path: path)
+        }
+        return (size, compress)
     }
 
     /// Removes the entry for `key`. Returns whether there was a live, unexpired one.
