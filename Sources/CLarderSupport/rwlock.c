@@ -8,16 +8,22 @@
 
 #define WRITER (1ull << 63)
 #define WAITING (1ull << 62)
-#define READERS (WAITING - 1)
+#define READER_WAITING (1ull << 61)
+#define READERS (READER_WAITING - 1)
+
+/* A spin-wait hint to the CPU. */
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 /* Waits a little longer each time: pause, then yield, then 50 µs sleeps. */
 static void back_off(unsigned attempt) {
     if (attempt < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#elif defined(__aarch64__)
-        __asm__ __volatile__("yield");
-#endif
+        relax();
     } else if (attempt < 256) {
         sched_yield();
     } else {
@@ -33,9 +39,12 @@ void lrd_rwlock_read_lock(uint64_t *word) {
          * a read of its own thread that the writer is waiting for). */
         uint64_t blocking = attempt < 300 ? (WRITER | WAITING) : WRITER;
         if ((state & blocking) == 0 &&
-            __atomic_compare_exchange_n(word, &state, state + 1, 1, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            __atomic_compare_exchange_n(word, &state, (state + 1) & ~READER_WAITING, 1, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED)) {
             return;
         }
+        /* Tell the writer, which would otherwise take the lock again at once, to let a reader in. */
+        if ((state & WRITER) && !(state & READER_WAITING)) __atomic_fetch_or(word, READER_WAITING, __ATOMIC_RELAXED);
         back_off(attempt);
     }
 }
@@ -45,6 +54,9 @@ void lrd_rwlock_read_unlock(uint64_t *word) {
 }
 
 void lrd_rwlock_write_lock(uint64_t *word) {
+    /* A reader waited through the last write: give it a moment to get in first, so that a writer
+     * writing back to back does not keep readers out (bounded: writers are not starved either). */
+    for (unsigned spin = 0; spin < 128 && (__atomic_load_n(word, __ATOMIC_RELAXED) & READER_WAITING); spin++) relax();
     for (unsigned attempt = 0;; attempt++) {
         uint64_t state = __atomic_load_n(word, __ATOMIC_RELAXED);
         if ((state & (WRITER | READERS)) == 0) {
@@ -57,6 +69,6 @@ void lrd_rwlock_write_lock(uint64_t *word) {
 }
 
 void lrd_rwlock_write_unlock(uint64_t *word) {
-    /* Clears the waiting bit too: another waiting writer sets it again. */
-    __atomic_store_n(word, 0, __ATOMIC_RELEASE);
+    /* Clears the waiting bit too (another waiting writer sets it again), keeps a reader's. */
+    __atomic_fetch_and(word, READER_WAITING, __ATOMIC_RELEASE);
 }

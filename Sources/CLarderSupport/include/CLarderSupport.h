@@ -104,7 +104,8 @@ void lrd_writer_unlock(void *area, int fd);
  * writer thread and reader threads taking turns every microsecond, a parking lock
  * (pthread_rwlock) costs a context switch per operation. A waiting writer holds new readers back,
  * but only for a while, so that a read nested in a read (a value lent out, then another read)
- * can never deadlock against it. `word` starts at 0. */
+ * can never deadlock against it; a reader that waited through a write is let in before the next
+ * one (briefly: writers are not starved either). `word` starts at 0. */
 void lrd_rwlock_read_lock(uint64_t *word);
 void lrd_rwlock_read_unlock(uint64_t *word);
 void lrd_rwlock_write_lock(uint64_t *word);
