@@ -258,19 +258,6 @@ static uint32_t header_crc_hardware(uint32_t crc, const uint8_t *h) {
 static int hardware_available(void) { return 0; }
 #endif
 
-uint32_t lrd_crc32c_copy(uint32_t crc, void *destination, const void *source, size_t length) {
-    uint8_t *d = (uint8_t *)destination;
-    const uint8_t *p = (const uint8_t *)source;
-    crc = ~crc;
-    if (hardware_available()) {
-        crc = crc_copy_hardware(crc, d, p, length);
-    } else {
-        memcpy(d, p, length);
-        crc = crc_software(crc, d, length);
-    }
-    return ~crc;
-}
-
 uint32_t lrd_crc32c(uint32_t crc, const void *data, size_t length) {
     const uint8_t *p = (const uint8_t *)data;
     crc = ~crc;

@@ -45,7 +45,7 @@ struct ChecksumAndHashTests {
         for length in [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 299, 300] {
             var destination = [UInt8](repeating: 0, count: 300)
             let fused = source.withUnsafeBytes { from in
-                destination.withUnsafeMutableBytes { lrd_crc32c_copy(0x1234, $0.baseAddress, from.baseAddress, length) }
+                destination.withUnsafeMutableBytes { lrd_crc32c_then_copy(0x1234, nil, 0, $0.baseAddress, from.baseAddress, length) }
             }
             let separate = source.withUnsafeBytes { lrd_crc32c(0x1234, $0.baseAddress, length) }
             #expect(fused == separate, "length \(length)")

@@ -21,10 +21,6 @@ extern "C" {
  * Uses SSE4.2 or the ARMv8 CRC instructions when the CPU has them. */
 uint32_t lrd_crc32c(uint32_t crc, const void *data, size_t length);
 
-/* Copies `length` bytes from `source` to `destination` (not overlapping) and returns the CRC32C of
- * them chained onto `crc`, in one pass. */
-uint32_t lrd_crc32c_copy(uint32_t crc, void *destination, const void *source, size_t length);
-
 /* The CRC32C of `prefix ++ source` chained onto `crc`, copying `source` to `destination` on the
  * way (one call for a record's key and value). */
 uint32_t lrd_crc32c_then_copy(uint32_t crc, const void *prefix, size_t prefix_length,

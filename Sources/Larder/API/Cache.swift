@@ -117,28 +117,23 @@ public final class Cache: @unchecked Sendable {
                     compression: Compression? = nil) throws(LarderError) {
         // Inlined into the caller, where the key and value types are concrete: the engine below
         // is not generic, and the closures return nothing that needs generic metadata.
-        var failure: LarderError?
-        key.withCacheKeyBytes { keyBytes in
+        try key.withCacheKeyBytes { keyBytes in
             value.withUnsafeBytes { valueBytes in
-                failure = setValue(valueBytes, forKey: keyBytes, expiry: expiry, compression: compression)
+                Result { () throws(LarderError) in
+                    try setValue(valueBytes, forKey: keyBytes, expiry: expiry, compression: compression)
+                }
             }
-        }
-        if let failure { throw failure }
+        }.get()
     }
 
-    /// `set` without the generic key and value: the error, or nil when the value was stored.
+    /// `set` without the generic key and value.
     @usableFromInline
     func setValue(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer, expiry: Expiry?,
-                  compression: Compression?) -> LarderError? {
+                  compression: Compression?) throws(LarderError) {
         let expiry = expiry ?? options.defaultExpiry
         let compress = (compression ?? options.compression) == .lz4 && value.count >= options.compressionThreshold
-        do {
-            try write { () throws(LarderError) in
-                try store.put(key: key, value: value, compress: compress, expiry: expiry)
-            }
-            return nil
-        } catch {
-            return error
+        try write { () throws(LarderError) in
+            try store.put(key: key, value: value, compress: compress, expiry: expiry)
         }
     }
 
@@ -149,15 +144,15 @@ public final class Cache: @unchecked Sendable {
     /// The corresponding C function is `larder_delete`.
     @inlinable @discardableResult
     public func removeValue(forKey key: some CacheKey) throws(LarderError) -> Bool {
-        var outcome: Result<Bool, LarderError> = .success(false)
-        key.withCacheKeyBytes { keyBytes in outcome = removeValue(forKeyBytes: keyBytes) }
-        return try outcome.get()
+        try key.withCacheKeyBytes { keyBytes in
+            Result { () throws(LarderError) in try removeValue(forKeyBytes: keyBytes) }
+        }.get()
     }
 
     /// `removeValue` without the generic key.
     @usableFromInline
-    func removeValue(forKeyBytes key: UnsafeRawBufferPointer) -> Result<Bool, LarderError> {
-        Result { () throws(LarderError) in try write { () throws(LarderError) in try store.remove(key: key) } }
+    func removeValue(forKeyBytes key: UnsafeRawBufferPointer) throws(LarderError) -> Bool {
+        try write { () throws(LarderError) in try store.remove(key: key) }
     }
 
     /// Removes every entry, in time independent of how many there are.

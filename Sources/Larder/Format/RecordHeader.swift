@@ -99,15 +99,12 @@ struct RecordHeader: Equatable {
         let record = file.mutableBytes(at: offset, count: RecordHeader.size).baseAddress!
         let word0 = Word0.compose(kind: kind, flags: flags, keyLength: keyLength)
         let lengths = UInt64(UInt32(storedLength)) | UInt64(UInt32(rawLength)) << 32
-        // Bytes 0-3 ++ 6-43 as they will lie in the file, packed into 42 contiguous bytes.
-        var covered = (
-            (word0 & 0xFFFF_FFFF | (word0 >> 48) << 32 | lengths << 48).littleEndian,
-            (lengths >> 16 | sequence << 48).littleEndian,
-            (sequence >> 16 | expiresAt << 48).littleEndian,
-            (expiresAt >> 16 | storedAt << 48).littleEndian,
-            (storedAt >> 16 | UInt64(dataChecksum) << 48).littleEndian,
-            (UInt64(dataChecksum) >> 16).littleEndian)
-        let checksum = withUnsafeBytes(of: &covered) { lrd_crc32c(seed, $0.baseAddress, Field.headerChecksum - 2) }
+        // The header as it will lie in the file, checksummed by the function readers use. Both
+        // checksums start from the file's random seed (meta page), so bytes that a user stores
+        // as a value can never pass for a record header of this file during a recovery scan.
+        var image = (word0.littleEndian, lengths.littleEndian, sequence.littleEndian, expiresAt.littleEndian,
+                     storedAt.littleEndian, UInt64(dataChecksum).littleEndian)
+        let checksum = withUnsafeBytes(of: &image) { lrd_crc32c_record_header(seed, $0.baseAddress) }
         lrd_store_release_u64(record, word0.littleEndian)
         record.storeBytes(of: lengths.littleEndian, toByteOffset: Field.storedLength, as: UInt64.self)
         record.storeBytes(of: sequence.littleEndian, toByteOffset: Field.sequence, as: UInt64.self)
@@ -116,12 +113,6 @@ struct RecordHeader: Equatable {
         record.storeBytes(of: (UInt64(dataChecksum) | UInt64(checksum) << 32).littleEndian,
                           toByteOffset: Field.dataChecksum, as: UInt64.self)
         if isLive { _ = lrd_fetch_or_u64(record, Word0.liveBit.littleEndian) }
-    }
-
-    /// Both checksums start from the file's random seed (meta page), so bytes that a user stores
-    /// as a value can never pass for a record header of this file during a recovery scan.
-    static func headerChecksum(_ file: MappedFile, at offset: Int, seed: UInt32) -> UInt32 {
-        lrd_crc32c_record_header(seed, file.bytes(at: offset, count: size).baseAddress)
     }
 
     /// Reads and checks the header at `offset`: magic, kind, header checksum, and that the record

@@ -135,12 +135,6 @@ final class MappedFile {
         return UnsafeMutableRawBufferPointer(start: base + offset, count: count)
     }
 
-    func copy(_ source: UnsafeRawBufferPointer, to offset: Int) {
-        guard source.count > 0 else { return }
-        precondition(contains(offset, source.count), "write outside the file")
-        (base + offset).copyMemory(from: source.baseAddress!, byteCount: source.count)
-    }
-
     func zero(_ offset: Int, _ count: Int) {
         guard count > 0 else { return }
         precondition(contains(offset, count), "write outside the file")
