@@ -236,12 +236,11 @@ final class CacheStore {
         // Durably unclean before the first change: a crash from here on, even inside recovery,
         // is noticed by the next open. An open that changes nothing leaves that to the first
         // write (`acquireWriterLock`): opening a clean file then waits for no disk.
+        if !usable || metaChanged { try store.markInUse() }
         if !usable {
-            try store.markInUse()
             try store.rebuild()
             store.recoveredOnOpen = true
         } else if metaChanged {
-            try store.markInUse()
             try store.writeMeta()
         }
         return store

@@ -16,8 +16,6 @@ struct HashTable {
     static let tagBits = 28
     static let empty: UInt64 = 0
     static let tombstone: UInt64 = 1
-    /// Grow when this fraction of slots is used.
-    static let maximumLoad = 0.75
 
     let slots: UnsafeMutablePointer<UInt64>
     let slotCount: Int
@@ -32,9 +30,11 @@ struct HashTable {
         self.bits = slotCount.trailingZeroBitCount
     }
 
-    /// The number of keys this table may hold before it must grow: `maximumLoad` (3/4) of the
-    /// slots, in integers (checked on every write).
-    var loadLimit: Int { slotCount - slotCount / 4 }
+    /// The number of keys a table of `slotCount` slots may hold before it must grow: three
+    /// quarters of them, in integers (checked on every write).
+    static func loadLimit(slotCount: Int) -> Int { slotCount - slotCount / 4 }
+
+    var loadLimit: Int { HashTable.loadLimit(slotCount: slotCount) }
 
     @inline(__always)
     static func slot(tag: UInt32, offset: Int) -> UInt64 {
@@ -88,7 +88,7 @@ struct HashTable {
     }
 
     /// Puts `slot` in the first empty slot of its probe sequence. The table must have room
-    /// (callers keep the load under `maximumLoad`).
+    /// (callers keep the load under `loadLimit`).
     @discardableResult
     func insert(_ slot: UInt64) -> Int {
         var index = home(ofTag: HashTable.tag(of: slot))

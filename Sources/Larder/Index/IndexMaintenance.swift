@@ -1,9 +1,9 @@
 /// The index as a whole: the active table, and while it grows, the table being drained into it.
 ///
-/// Growth is incremental: when the active table reaches `HashTable.maximumLoad`, a table twice
+/// Growth is incremental: when the active table reaches its `loadLimit`, a table twice
 /// its size is allocated in the ring and becomes active; the old one is drained into it a few
-/// slots per write (`migrationStep` slots). Lookups consult the active table, then the draining
-/// one. No write ever pauses for work proportional to the number of entries.
+/// slots per write (`migrationStep` slots). Lookups consult both tables, the one the migration
+/// cursor says holds the key first. No write ever pauses for work proportional to the number of entries.
 extension CacheStore {
     static let migrationStep = 16
 
@@ -74,7 +74,7 @@ extension CacheStore {
             return true
         }
         if let table = draining, let index = table.find(exactly: slot) {
-            table.removeLeavingTombstone(at: index)
+            removeSlot(at: index, inDraining: true)
             return true
         }
         return false

@@ -145,7 +145,8 @@ extension CacheStore {
     /// enough, else a new one allocated at the head (evicting from the tail if need be).
     private func placeIndex(_ scratch: ScratchTable, reusable islands: [IndexLocation]) throws(LarderError) {
         var slotCount = HashTable.minimumSlotCount
-        while Double(scratch.count) > Double(slotCount) * HashTable.maximumLoad / 1.5 && slotCount < HashTable.maximumSlotCount {
+        // Two thirds of the load limit: room to grow before the next doubling.
+        while scratch.count > HashTable.loadLimit(slotCount: slotCount) * 2 / 3 && slotCount < HashTable.maximumSlotCount {
             slotCount *= 2
         }
         while slotCount > HashTable.minimumSlotCount
