@@ -11,19 +11,10 @@
 #define READER_WAITING (1ull << 61)
 #define READERS (READER_WAITING - 1)
 
-/* A spin-wait hint to the CPU. */
-static inline void relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /* Waits a little longer each time: pause, then yield, then 50 µs sleeps. */
 static void back_off(unsigned attempt) {
     if (attempt < 64) {
-        relax();
+        lrd_spin_pause();
     } else if (attempt < 256) {
         sched_yield();
     } else {
@@ -56,7 +47,7 @@ void lrd_rwlock_read_unlock(uint64_t *word) {
 void lrd_rwlock_write_lock(uint64_t *word) {
     /* A reader waited through the last write: give it a moment to get in first, so that a writer
      * writing back to back does not keep readers out (bounded: writers are not starved either). */
-    for (unsigned spin = 0; spin < 128 && (__atomic_load_n(word, __ATOMIC_RELAXED) & READER_WAITING); spin++) relax();
+    for (unsigned spin = 0; spin < 128 && (__atomic_load_n(word, __ATOMIC_RELAXED) & READER_WAITING); spin++) lrd_spin_pause();
     for (unsigned attempt = 0;; attempt++) {
         uint64_t state = __atomic_load_n(word, __ATOMIC_RELAXED);
         if ((state & (WRITER | READERS)) == 0) {

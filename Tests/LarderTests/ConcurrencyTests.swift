@@ -51,6 +51,51 @@ struct ConcurrencyTests {
         }
     }
 
+    /// Readers of the process take no lock: they read through the view the writer last published
+    /// and check it at the end. While a writer thread doubles the index several times, migrates
+    /// it and grows the file, every key it has written must be found, with its right value.
+    @Test func readerThreadsFindEveryWrittenKeyWhileTheIndexAndFileGrow() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 256 << 20)
+        let keys = 30_000
+        let written = LockedCounter()
+        let missing = LockedCounter()
+        let wrong = LockedCounter()
+        let failures = LockedCounter()
+        let reads = LockedCounter()
+        DispatchQueue.concurrentPerform(iterations: 3) { thread in
+            if thread == 0 {
+                for version in 1...2 {
+                    for key in 0..<keys {
+                        do {
+                            try cache.set(VersionedValue.make(key: key, version: version), forKey: "k\(key)")
+                        } catch { failures.increment() }
+                        if version == 1 { written.increment() }
+                    }
+                }
+                written.increment()
+                return
+            }
+            var generator = SplitMix(seed: UInt64(thread))
+            while written.value <= keys {
+                let known = written.value
+                guard known > 0 else { continue }
+                let key = Int(generator.next() % UInt64(min(known, keys)))
+                do {
+                    let value = thread == 1 ? try cache.bytes(forKey: "k\(key)") : try cache.data(forKey: "k\(key)").map(Array.init)
+                    reads.increment()
+                    guard let value else { missing.increment(); continue }
+                    if VersionedValue.check(value, key: key) == nil { wrong.increment() }
+                } catch { failures.increment() }
+            }
+        }
+        #expect(reads.value > 1_000)
+        #expect(missing.value == 0)
+        #expect(wrong.value == 0)
+        #expect(failures.value == 0)
+        #expect(cache.count == keys)
+    }
+
     @Test func oneCacheIsSendableAcrossTasks() async throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())

@@ -50,6 +50,9 @@ static inline uint64_t lrd_exchange_u64(void *p, uint64_t v) {
 static inline uint64_t lrd_load_relaxed_u64(const void *p) {
     return __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
 }
+static inline void lrd_store_relaxed_u64(void *p, uint64_t v) {
+    __atomic_store_n((uint64_t *)p, v, __ATOMIC_RELAXED);
+}
 static inline int lrd_cas_u64(void *p, uint64_t expected, uint64_t desired) {
     return __atomic_compare_exchange_n((uint64_t *)p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
@@ -67,6 +70,16 @@ static inline uint64_t lrd_load_seq_cst_u64(const void *p) {
 }
 static inline void lrd_fence_seq_cst(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void lrd_fence_acquire(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
+static inline void lrd_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
+
+/* A spin-wait hint to the CPU. */
+static inline void lrd_spin_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 /* Advisory byte-range lock on `fd` covering [start, start + 1).
  * Linux: open-file-description locks (F_OFD_SETLK), owned by the descriptor,

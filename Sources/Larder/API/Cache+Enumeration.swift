@@ -24,7 +24,7 @@ extension Cache {
     /// The corresponding C function is `larder_foreach`.
     public func keys(withPrefix prefix: some CacheKey) throws(LarderError) -> [Data] {
         let prefix = prefix.withCacheKeyBytes { Data($0) }
-        return try read { () throws(LarderError) in
+        return try readUnderLock { () throws(LarderError) in
             var keys: [Data] = []
             keys.reserveCapacity(store.state.entryCount)
             _ = try store.forEachEntry { key, _ in

@@ -77,8 +77,10 @@ public final class Cache: @unchecked Sendable {
     /// The entry's lock and engine, kept here so that every call does not fetch them anew.
     private let lock: ReadWriteLock
     let store: CacheStore
-    /// Set (under the exclusive lock) when this handle is closed; other handles stay open.
-    private var isClosed = false
+    /// Set (under the exclusive lock) when this handle is closed; other handles stay open. Read
+    /// without the lock by readers.
+    private let closedWord = AtomicWord()
+    private var isClosed: Bool { closedWord.load() != 0 }
 
     /// Opens the cache file at `path`, creating it if needed. A file that was not closed cleanly
     /// (its process crashed) is checked and repaired first.
@@ -190,8 +192,8 @@ public final class Cache: @unchecked Sendable {
     @usableFromInline
     func lendValue(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         var failure: (any Error)?
-        let found = try read { () throws(LarderError) in
-            try store.withValue(forKey: key) { bytes in
+        let found = try read { (view) throws(LarderError) in
+            try store.withValue(forKey: key, in: view) { bytes in
                 BorrowMarker.borrowing(self) {
                     do { try body(bytes) } catch { failure = error }
                 }
@@ -214,8 +216,8 @@ public final class Cache: @unchecked Sendable {
     func copyData(forKey keyBytes: UnsafeRawBufferPointer, includingExpired: Bool) throws(LarderError) -> Data? {
         var buffer: UnsafeMutableRawBufferPointer?
         let outcome = Result { () throws(LarderError) in
-            try read { () throws(LarderError) in
-                try store.copyValue(forKey: keyBytes, includingExpired: includingExpired) { count in
+            try read { (view) throws(LarderError) in
+                try store.copyValue(forKey: keyBytes, in: view, includingExpired: includingExpired) { count in
                     if let buffer, buffer.count >= count { return buffer }
                     buffer?.deallocate()
                     buffer = .allocate(byteCount: max(count, 1), alignment: 16)
@@ -268,8 +270,8 @@ public final class Cache: @unchecked Sendable {
     /// `copyValue(forKey:into:)` for a key already in bytes.
     @usableFromInline
     func copyValue(forKeyBytes key: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) throws(LarderError) -> Int? {
-        try read { () throws(LarderError) in
-            try store.copyValue(forKey: key) { count in count <= buffer.count ? buffer : nil }
+        try read { (view) throws(LarderError) in
+            try store.copyValue(forKey: key, in: view) { count in count <= buffer.count ? buffer : nil }
         }
     }
 
@@ -287,7 +289,7 @@ public final class Cache: @unchecked Sendable {
     ///
     /// The corresponding C function is `larder_foreach`.
     public func forEachEntry(_ body: (_ key: UnsafeRawBufferPointer, _ valueLength: Int) throws -> Bool) throws {
-        let outcome = try read { () throws(LarderError) in
+        let outcome = try readUnderLock { () throws(LarderError) in
             try BorrowMarker.borrowing(self) { () throws(LarderError) in
                 try store.forEachEntry { key, header in try body(key, header.rawLength) }
             }
@@ -302,7 +304,7 @@ public final class Cache: @unchecked Sendable {
     public func containsValue(forKey key: some CacheKey) throws(LarderError) -> Bool {
         try key.withCacheKeyBytes { keyBytes in
             Result { () throws(LarderError) in
-                try read { () throws(LarderError) in try store.contains(key: keyBytes) }
+                try read { (view) throws(LarderError) in try store.contains(key: keyBytes, in: view) }
             }
         }.get()
     }
@@ -342,7 +344,7 @@ public final class Cache: @unchecked Sendable {
 
     /// Reads sizes from an up-to-date view, or answers `fallback` for a closed cache.
     private func inspect<T>(orElse fallback: T, _ body: (CacheStore) -> T) -> T {
-        (try? read { () throws(LarderError) in body(store) }) ?? fallback
+        (try? readUnderLock { () throws(LarderError) in body(store) }) ?? fallback
     }
 
     /// Whether opening this cache found it not closed cleanly and rebuilt it.
@@ -366,7 +368,7 @@ public final class Cache: @unchecked Sendable {
     /// The corresponding C function is `larder_close`.
     public func close() throws(LarderError) {
         let wasOpen = lock.withWriteLock {
-            defer { isClosed = true }
+            defer { closedWord.store(1) }
             return !isClosed
         }
         if wasOpen { try OpenFileRegistry.shared.release(entry) }
@@ -405,14 +407,36 @@ public final class Cache: @unchecked Sendable {
 
     @inline(__always)
     private func endWrite() {
+        // Readers of this process take the file as the write left it.
+        store.publishView()
         store.releaseWriterLock()
         lock.unlockExclusive()
     }
 
-    /// Runs a read under the shared in-process lock, after taking up what other processes
-    /// changed in the meta page (rare: file growth, index growth, clearing).
+    /// Runs a point read without a lock, the way readers of other processes read: through the
+    /// view the last writer of this process published, which the read checks at its end against
+    /// the file's change counter. When the counter has moved past the view (a write of this or
+    /// another process changed the meta page), the view is refreshed first.
     @inline(__always)
-    func read<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
+    func read<R>(_ body: (ReadView) throws(LarderError) -> R) throws(LarderError) -> R {
+        while true {
+            try checkOpen()
+            let view = store.publishedView.load()
+            if store.state.changeCounter == view.changeCounter {
+                do {
+                    return try body(view)
+                } catch where error == LarderError.staleView {
+                    // Fall through to the refresh.
+                }
+            }
+            try refreshView()
+        }
+    }
+
+    /// Runs a read that looks at the store itself (its tables, its counters) under the shared
+    /// in-process lock, which keeps writers of this process out, after taking up what other
+    /// processes changed.
+    func readUnderLock<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
         while true {
             do {
                 let outcome = try lock.withReadLock { () throws(LarderError) -> R? in
@@ -430,6 +454,10 @@ public final class Cache: @unchecked Sendable {
     /// Takes up what other processes changed; out of line, as it is rare.
     @inline(never)
     private func refreshView() throws(LarderError) {
-        try lock.withWriteLock { () throws(LarderError) in try store.refreshView() }
+        try lock.withWriteLock { () throws(LarderError) in
+            try checkOpen()
+            try store.refreshView()
+            store.publishView()
+        }
     }
 }

@@ -17,11 +17,15 @@ extension CacheStore {
         var valueOffset: Int { recordOffset + RecordHeader.size + header.keyLength }
     }
 
+    @inline(__always)
     func validateKey(_ key: UnsafeRawBufferPointer) throws(LarderError) {
-        guard key.count > 0 else { throw LarderError(.invalidArgument, "the key is empty", path: path) }
-        guard key.count <= CacheStore.maximumKeyLength else {
-            throw LarderError(.tooLarge, "the key is \(key.count) bytes; the limit is \(CacheStore.maximumKeyLength)", path: path)
-        }
+        if key.count <= 0 || key.count > CacheStore.maximumKeyLength { throw invalidKey(key) }
+    }
+
+    @inline(never)
+    private func invalidKey(_ key: UnsafeRawBufferPointer) -> LarderError {
+        key.count <= 0 ? LarderError(.invalidArgument, "the key is empty", path: path)
+            : LarderError(.tooLarge, "the key is \(key.count) bytes; the limit is \(CacheStore.maximumKeyLength)", path: path)
     }
 
     /// How long a read keeps starting over while writers of other processes change what it
@@ -47,31 +51,34 @@ extension CacheStore {
         }
     }
 
-    /// Reader: whether the record `found` still is what it was: live, same sequence number,
-    /// and no meta change since this view was taken. Writers never change a live record's bytes;
-    /// they mark it dead first, or (clearing) move the change counter first, with a fence, so an
-    /// unchanged record means the bytes read meanwhile were its own.
+    /// Reader: whether the record `found` through `view` still is what it was: live, same
+    /// sequence number, and no meta change since the view was taken. Writers never change a live
+    /// record's bytes; they mark it dead first, or (clearing) move the change counter first, with
+    /// a fence, so an unchanged record means the bytes read meanwhile were its own.
     @inline(__always)
-    func isUnchanged(_ found: FoundEntry) -> Bool {
+    func isUnchanged(_ found: FoundEntry, in view: ReadView) -> Bool {
         lrd_fence_acquire()
-        let word = UInt64(littleEndian: file.loadAcquire64(at: found.offset))
+        let record = view.base + found.offset
+        let word = UInt64(littleEndian: lrd_load_acquire_u64(record))
         return word & RecordHeader.Word0.liveBit != 0
-            && file.load(UInt64.self, at: found.offset + RecordHeader.Field.sequence) == found.header.sequence
-            && viewIsCurrent
+            && UInt64(littleEndian: record.loadUnaligned(fromByteOffset: RecordHeader.Field.sequence, as: UInt64.self))
+                == found.header.sequence
+            && state.changeCounter == view.changeCounter
     }
 
     /// Reader: one consistent look at `key`'s entry. Retries while a writer in another process
     /// rearranges the index; nil when the key is absent. A rearrangement that never ends (its
     /// writer died in the middle and no writer came after) is waited for only so long: the
     /// answer is then a miss, which a cache may always give, never a wrong value.
-    private func find(_ key: UnsafeRawBufferPointer, retry: inout Retry) throws(LarderError) -> FoundEntry? {
+    @inline(__always)
+    private func find(_ key: UnsafeRawBufferPointer, in view: ReadView, retry: inout Retry) throws(LarderError) -> FoundEntry? {
         let hash = KeyHash(key)
         while true {
             let epoch = state.indexEpoch
-            if let found = lookup(key, hash: hash) { return found }
+            if let found = view.lookup(key, hash: hash, migrationCursor: state.migrationCursor) { return found }
             if epoch & 1 == 0 && state.indexEpoch == epoch {
                 // Another process may have moved the index elsewhere since this view was taken.
-                if !viewIsCurrent { throw LarderError.staleView }
+                if state.changeCounter != view.changeCounter { throw LarderError.staleView }
                 return nil
             }
             if !retry.wait() { return nil }
@@ -79,16 +86,17 @@ extension CacheStore {
     }
 
     /// Reader: `find`, counting a miss when the key is absent.
-    private func findCountingMiss(_ key: UnsafeRawBufferPointer, retry: inout Retry) throws(LarderError) -> FoundEntry? {
-        let found = try find(key, retry: &retry)
+    @inline(__always)
+    private func findCountingMiss(_ key: UnsafeRawBufferPointer, in view: ReadView, retry: inout Retry) throws(LarderError) -> FoundEntry? {
+        let found = try find(key, in: view, retry: &retry)
         if found == nil { countMiss() }
         return found
     }
 
     /// Waits before a read starts over because its record changed while it was read; when the
     /// change was another process's meta write, the caller takes up the new view first.
-    private func backOff(_ retry: inout Retry) throws(LarderError) {
-        if !viewIsCurrent { throw LarderError.staleView }
+    private func backOff(_ retry: inout Retry, in view: ReadView) throws(LarderError) {
+        if state.changeCounter != view.changeCounter { throw LarderError.staleView }
         if !retry.wait() {
             throw LarderError(.busy, "the entry kept changing under concurrent writers", path: path)
         }
@@ -98,12 +106,14 @@ extension CacheStore {
         LarderError(.corrupt, "the stored value for this key is damaged (checksum mismatch at offset \(found.offset))", path: path)
     }
 
-    private func countHit(_ found: FoundEntry) {
+    @inline(__always)
+    private func countHit(_ found: FoundEntry, in view: ReadView) {
         // A read-only mapping cannot take the access bit: such readers do not count as recency.
-        if !isReadOnly { RecordHeader.markVisited(in: file, at: found.offset, header: found.header) }
+        if !isReadOnly { RecordHeader.markVisited(view.base + found.offset, header: found.header) }
         lrd_fetch_add_u64(localCounters, 1)
     }
 
+    @inline(__always)
     private func countMiss() {
         lrd_fetch_add_u64(localCounters + 1, 1)
     }
@@ -118,33 +128,32 @@ extension CacheStore {
     ///   (the stale copy an offline-first read falls back on).
     /// - Returns: the value's length, or nil for a missing or expired key.
     /// - Throws: `.corrupt` for a damaged record.
-    func copyValue(forKey key: UnsafeRawBufferPointer, includingExpired: Bool = false,
+    func copyValue(forKey key: UnsafeRawBufferPointer, in view: ReadView, includingExpired: Bool = false,
                    into destination: (Int) -> UnsafeMutableRawBufferPointer?) throws(LarderError) -> Int? {
-        try checkOpen()
         try validateKey(key)
         var retry = Retry()
         while true {
-            guard let found = try findCountingMiss(key, retry: &retry) else { return nil }
+            guard let found = try findCountingMiss(key, in: view, retry: &retry) else { return nil }
             let header = found.header
             if !includingExpired && header.isExpiredNow {
-                guard isUnchanged(found) else { try backOff(&retry); continue }
+                guard isUnchanged(found, in: view) else { try backOff(&retry, in: view); continue }
                 countMiss()
                 return nil
             }
             guard let target = destination(header.rawLength) else {
-                guard isUnchanged(found) else { try backOff(&retry); continue }
+                guard isUnchanged(found, in: view) else { try backOff(&retry, in: view); continue }
                 return header.rawLength
             }
             precondition(target.count >= header.rawLength)
-            let stored = file.bytes(at: found.offset + RecordHeader.size + header.keyLength, count: header.storedLength)
+            let stored = view.storedValue(of: found)
             let copy = header.isCompressed
                 ? UnsafeMutableRawBufferPointer.allocate(byteCount: max(header.storedLength, 1), alignment: 16)
                 : UnsafeMutableRawBufferPointer(rebasing: target[0..<header.storedLength])
             defer { if header.isCompressed { copy.deallocate() } }
             // One pass copies and checksums; the checksum is of the copy, whatever the map holds.
-            let checksum = lrd_crc32c_then_copy(seed, key.baseAddress, key.count,
+            let checksum = lrd_crc32c_then_copy(view.seed, key.baseAddress, key.count,
                                                 copy.baseAddress, stored.baseAddress, header.storedLength)
-            guard isUnchanged(found) else { try backOff(&retry); continue }
+            guard isUnchanged(found, in: view) else { try backOff(&retry, in: view); continue }
             guard checksum == header.dataChecksum else { throw damaged(found) }
             if header.isCompressed {
                 guard LZ4Codec.decompress(UnsafeRawBufferPointer(rebasing: copy[0..<header.storedLength]),
@@ -152,7 +161,7 @@ extension CacheStore {
                     throw LarderError(.corrupt, "the compressed value for this key does not decode", path: path)
                 }
             }
-            countHit(found)
+            countHit(found, in: view)
             return header.rawLength
         }
     }
@@ -162,26 +171,26 @@ extension CacheStore {
     /// no writer of any process overwrites it. Falls back to a copy when every slot is taken.
     ///
     /// - Returns: whether there was a value (false for a missing or expired key).
-    func withValue(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) throws(LarderError) -> Bool {
-        try checkOpen()
+    func withValue(forKey key: UnsafeRawBufferPointer, in view: ReadView,
+                   _ body: (UnsafeRawBufferPointer) -> Void) throws(LarderError) -> Bool {
         try validateKey(key)
         var retry = Retry()
         while true {
-            guard let found = try findCountingMiss(key, retry: &retry) else { return false }
+            guard let found = try findCountingMiss(key, in: view, retry: &retry) else { return false }
             let header = found.header
             // A read-only mapping cannot pin (the table is in the file); it lends a checked copy.
             guard !isReadOnly, let slot = readers.pin(start: found.offset, end: found.offset + header.totalSize) else {
-                return try lendCopy(forKey: key, body)
+                return try lendCopy(forKey: key, in: view, body)
             }
             defer { readers.unpin(slot) }
-            guard isUnchanged(found) else { try backOff(&retry); continue }
+            guard isUnchanged(found, in: view) else { try backOff(&retry, in: view); continue }
             if header.isExpiredNow {
                 countMiss()
                 return false
             }
-            guard header.dataIsIntact(in: file, at: found.offset, seed: seed) else { throw damaged(found) }
-            let stored = file.bytes(at: found.offset + RecordHeader.size + header.keyLength, count: header.storedLength)
-            countHit(found)
+            guard view.dataIsIntact(found) else { throw damaged(found) }
+            let stored = view.storedValue(of: found)
+            countHit(found, in: view)
             guard header.isCompressed else {
                 body(stored)
                 return true
@@ -198,10 +207,11 @@ extension CacheStore {
     }
 
     /// Reader: `withValue` through a private copy, for when no reader slot is free.
-    private func lendCopy(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) throws(LarderError) -> Bool {
+    private func lendCopy(forKey key: UnsafeRawBufferPointer, in view: ReadView,
+                          _ body: (UnsafeRawBufferPointer) -> Void) throws(LarderError) -> Bool {
         var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1, alignment: 16)
         defer { buffer.deallocate() }
-        let length = try copyValue(forKey: key) { count in
+        let length = try copyValue(forKey: key, in: view) { count in
             if buffer.count < count {
                 buffer.deallocate()
                 buffer = .allocate(byteCount: count, alignment: 16)
@@ -214,15 +224,14 @@ extension CacheStore {
     }
 
     /// Reader: whether a live, unexpired entry exists for `key` (no checksum, no statistics).
-    func contains(key: UnsafeRawBufferPointer) throws(LarderError) -> Bool {
-        try checkOpen()
+    func contains(key: UnsafeRawBufferPointer, in view: ReadView) throws(LarderError) -> Bool {
         try validateKey(key)
         var retry = Retry()
         while true {
-            guard let found = try find(key, retry: &retry) else { return false }
+            guard let found = try find(key, in: view, retry: &retry) else { return false }
             let expired = found.header.isExpiredNow
-            if isUnchanged(found) { return !expired }
-            try backOff(&retry)
+            if isUnchanged(found, in: view) { return !expired }
+            try backOff(&retry, in: view)
         }
     }
 
@@ -240,7 +249,8 @@ extension CacheStore {
                 guard HashTable.isEntry(slot), let header = entryHeader(at: offset), !header.isExpired(now: now) else { continue }
                 key.copyMemory(from: keyBytes(at: offset, header: header))
                 // A record replaced while its key was copied is skipped: its successor has a slot too.
-                guard isUnchanged(FoundEntry(offset: offset, header: header, inDraining: false, slotIndex: index)) else { continue }
+                let found = FoundEntry(offset: offset, header: header, inDraining: false, slotIndex: index)
+                guard isUnchanged(found, in: currentView) else { continue }
                 do {
                     if try !body(UnsafeRawBufferPointer(rebasing: key[0..<header.keyLength]), header) { return .success(()) }
                 } catch {

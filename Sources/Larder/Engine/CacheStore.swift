@@ -58,6 +58,8 @@ final class CacheStore {
     private(set) var viewChangeCounter: UInt64 = 0
     /// Zero-copy reads in progress, in every process.
     let readers: ReaderTable
+    /// The view this process's readers take without a lock (see `publishView()`).
+    let publishedView: PublishedView
 
     var path: String { file.path }
     var capacity: Int { meta.capacity }
@@ -73,6 +75,7 @@ final class CacheStore {
         self.isReadOnly = readOnly
         self.state = SharedState(file: file, pageSize: meta.pageSize)
         self.readers = ReaderTable(state: state, pageSize: meta.pageSize)
+        self.publishedView = PublishedView(base: file.base, ringStart: ringStart, seed: meta.checksumSeed)
         self.localCounters = .allocate(capacity: 2)
         localCounters.initialize(repeating: 0, count: 2)
         // A placeholder until `attachTables()` finds the real ones.
@@ -81,6 +84,7 @@ final class CacheStore {
         self.active = HashTable(slots: scratchPlaceholder, slotCount: HashTable.minimumSlotCount)
         self.draining = nil
     }
+    /// An empty table that is the index whenever there is no other (see `detachTables()`).
     private let scratchPlaceholder: UnsafeMutablePointer<UInt64>
 
     deinit {
@@ -136,6 +140,7 @@ final class CacheStore {
             }
             try descriptor.lock(byte: LockByte.users, .shared, wait: true)
             try descriptor.lock(byte: LockByte.transition, .unlock, wait: false)
+            store.publishView()
             return store
         } catch {
             if owner == nil { descriptor.close() }
@@ -321,6 +326,12 @@ final class CacheStore {
         draining = old
     }
 
+    /// Makes the index the empty placeholder table: memory that lives as long as this store.
+    func detachTables() {
+        active = HashTable(slots: scratchPlaceholder, slotCount: HashTable.minimumSlotCount)
+        draining = nil
+    }
+
     /// Whether the head, tail and span in the shared state describe a possible ring.
     func ringStateIsPlausible() -> Bool {
         let head = state.head, tail = state.tail, span = state.spanBytes
@@ -359,6 +370,19 @@ final class CacheStore {
         // point must also see the counter move (they check it after copying).
         lrd_fence_seq_cst()
         viewChangeCounter = state.changeCounter
+    }
+
+    /// The view of the file readers look through, as this process has it now.
+    var currentView: ReadView {
+        ReadView(base: file.base, limit: min(ringEnd, file.size), ringStart: ringStart, seed: seed,
+                 firstValidSequence: meta.firstValidSequence, active: active, draining: draining,
+                 changeCounter: viewChangeCounter)
+    }
+
+    /// Lets this process's readers see the file as this writer left it. Under the exclusive
+    /// in-process lock, at the end of every write and refresh.
+    func publishView() {
+        publishedView.publish(currentView)
     }
 
     // MARK: - Other processes

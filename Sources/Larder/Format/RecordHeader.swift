@@ -86,6 +86,15 @@ struct RecordHeader: Equatable {
         static func compose(kind: RecordKind, flags: UInt8, keyLength: Int) -> UInt64 {
             UInt64(RecordHeader.magic) | UInt64(kind.rawValue) << 16 | UInt64(flags) << 24 | UInt64(keyLength) << 48
         }
+
+        /// Whether `word` (as stored, little-endian) starts a live entry with a key of
+        /// `keyLength` bytes: magic, kind, state and key length, whatever the flags and access bit.
+        @inline(__always)
+        static func isLiveEntry(_ word: UInt64, keyLength: Int) -> Bool {
+            let significant: UInt64 = 0xFFFF_00FF_00FF_FFFF
+            let expected = compose(kind: .entry, flags: 0, keyLength: keyLength) | liveBit
+            return UInt64(littleEndian: word) & significant == expected
+        }
     }
 
     /// Writes the header at `offset`; the key and value must already be in place after it when
@@ -121,11 +130,16 @@ struct RecordHeader: Equatable {
     /// The 48 bytes are copied once, after the first word's acquiring load, and checked and
     /// decoded from the copy: a writer of another process reusing the place meanwhile can make
     /// the checksum fail, never yield a header mixing two records.
-    @inline(__always)
     static func read(from file: MappedFile, at offset: Int, limit: Int, seed: UInt32) -> RecordHeader? {
-        guard offset & (FileLayout.recordAlignment - 1) == 0, file.contains(offset, size), offset + size <= limit
-        else { return nil }
-        let bytes = file.bytes(at: offset, count: size).baseAddress!
+        read(from: file.base, at: offset, limit: min(limit, file.size), seed: seed)
+    }
+
+    /// `read(from:at:limit:seed:)` for a caller that knows `[0, limit)` of the map at `base` to
+    /// be file (a `ReadView`).
+    @inline(__always)
+    static func read(from base: UnsafeRawPointer, at offset: Int, limit: Int, seed: UInt32) -> RecordHeader? {
+        guard offset & (FileLayout.recordAlignment - 1) == 0, offset >= 0, offset <= limit &- size else { return nil }
+        let bytes = base + offset
         let rawWord = lrd_load_acquire_u64(bytes)
         var copy: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &copy) { local in
@@ -215,16 +229,16 @@ struct RecordHeader: Equatable {
         UInt64(littleEndian: file.loadAcquire64(at: offset)) & Word0.visitedBit != 0
     }
 
-    /// Called by readers, without the writer lock: sets the access bit with one compare-and-swap
-    /// of the first word, expecting it exactly as `header` describes it. If the record was
-    /// replaced in the meantime the swap fails and nothing is written.
-    /// A record already marked is left alone: no locked instruction, and no store that would
-    /// dirty its page (read-mostly workloads would otherwise write pages back to disk).
+    /// Called by readers, without the writer lock, with the record's place in the map: sets the
+    /// access bit with one compare-and-swap of the first word, expecting it exactly as `header`
+    /// describes it. If the record was replaced in the meantime the swap fails and nothing is
+    /// written. A record already marked is left alone: no locked instruction, and no store that
+    /// would dirty its page (read-mostly workloads would otherwise write pages back to disk).
     @inline(__always)
-    static func markVisited(in file: MappedFile, at offset: Int, header: RecordHeader) {
-        if wasVisited(in: file, at: offset) { return }
+    static func markVisited(_ record: UnsafeMutableRawPointer, header: RecordHeader) {
+        if UInt64(littleEndian: lrd_load_acquire_u64(record)) & Word0.visitedBit != 0 { return }
         let expected = Word0.compose(kind: header.kind, flags: header.flags, keyLength: header.keyLength) | Word0.liveBit
-        _ = file.compareExchange64(at: offset, expected: expected.littleEndian, desired: (expected | Word0.visitedBit).littleEndian)
+        _ = lrd_cas_u64(record, expected.littleEndian, (expected | Word0.visitedBit).littleEndian)
     }
 
     static func clearVisited(in file: MappedFile, at offset: Int) {

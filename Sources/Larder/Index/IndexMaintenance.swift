@@ -16,42 +16,14 @@ extension CacheStore {
         let slotIndex: Int
     }
 
-    /// Reader: finds the live entry for `key`, checking its header, bounds and key bytes (not the
-    /// value's checksum: callers that hand out the value do that).
+    /// Reader: finds the live entry for `key` (see `ReadView.lookup`).
     func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash) -> FoundEntry? {
-        guard let old = draining else { return lookup(key, hash: hash, in: active, draining: false) }
-        // While the index grows, most keys are still where the migration cursor has not been:
-        // looking there first saves a probe of the other table (a cache miss) on most hits.
-        // Either order finds the key; both tables are searched before a miss.
-        if old.home(ofTag: hash.tag) >= state.migrationCursor {
-            return lookup(key, hash: hash, in: old, draining: true) ?? lookup(key, hash: hash, in: active, draining: false)
-        }
-        return lookup(key, hash: hash, in: active, draining: false) ?? lookup(key, hash: hash, in: old, draining: true)
-    }
-
-    @inline(__always)
-    private func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, in table: HashTable, draining: Bool) -> FoundEntry? {
-        var found: RecordHeader?
-        var foundOffset = 0
-        let slot = table.find(tag: hash.tag) { offset in
-            guard let header = entryHeader(at: offset), header.keyLength == key.count,
-                  keyBytes(at: offset, header: header).sameBytes(as: key) else { return false }
-            found = header
-            foundOffset = offset
-            return true
-        }
-        guard let slot, let found else { return nil }
-        return FoundEntry(offset: foundOffset, header: found, inDraining: draining, slotIndex: slot)
+        currentView.lookup(key, hash: hash, migrationCursor: state.migrationCursor)
     }
 
     /// Reader: the header of the live, valid entry at `offset`, or nil for anything else.
     func entryHeader(at offset: Int) -> RecordHeader? {
-        // Never past what this process has of the file, whatever the meta page says.
-        let limit = min(ringEnd, file.size)
-        guard offset >= ringStart, offset < limit,
-              let header = RecordHeader.read(from: file, at: offset, limit: limit, seed: seed),
-              header.kind == .entry, header.isLive, header.sequence >= meta.firstValidSequence else { return nil }
-        return header
+        currentView.entryHeader(at: offset)
     }
 
     func keyBytes(at offset: Int, header: RecordHeader) -> UnsafeRawBufferPointer {

@@ -5,16 +5,8 @@ import CLarderSupport
 /// yield instead of parking in the kernel, which with a writer thread beside reader threads
 /// would cost a context switch per operation (see `lrd_rwlock_read_lock`).
 final class ReadWriteLock: @unchecked Sendable {
-    private let word: UnsafeMutablePointer<UInt64>
-
-    init() {
-        word = .allocate(capacity: 1)
-        word.initialize(to: 0)
-    }
-
-    deinit {
-        word.deallocate()
-    }
+    private let state = AtomicWord()
+    private var word: UnsafeMutablePointer<UInt64> { state.pointer }
 
     @inline(__always)
     func withReadLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {

@@ -73,7 +73,14 @@ extension CacheStore {
 
         placeRing(afterNewestEndingAt: newest.sequence > 0 ? newest.end : ringStart, entries: scratch)
         state.nextSequence = max(newest.sequence + 1, meta.firstValidSequence, 2)
-        try placeIndex(scratch, reusable: islands)
+        do throws(LarderError) {
+            try placeIndex(scratch, reusable: islands)
+        } catch {
+            // The scratch table may stand in as the index and is about to be freed: until the
+            // next rebuild (the file still needs repair), the index is the empty placeholder.
+            detachTables()
+            throw error
+        }
         try file.flush()
         state.needsRepair = false
     }

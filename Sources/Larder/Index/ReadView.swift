@@ -1,0 +1,91 @@
+import CLarderSupport
+
+/// What a lookup reads the file through, taken once per operation: where the map is, how much of
+/// it is file, the index tables, and the meta-page change counter they belong to. Every field is a
+/// plain value, so a lookup keeps them in registers instead of reloading them from the store.
+///
+/// A view can be out of date, never unsafe: the mapping never moves and the file never shrinks
+/// while it is open, so `[0, limit)` stays readable for the store's life, and the tables are index
+/// segments in the map (or the store's empty placeholder). Every offset read from the file is
+/// checked against `limit` before it is followed. Whether what was read through a view still
+/// holds is the reader's check at the end (`CacheStore.isUnchanged`): its `changeCounter` must
+/// still be the file's.
+struct ReadView: Equatable {
+    let base: UnsafeMutableRawPointer
+    /// Bytes of the file this view reads: `[0, limit)` is mapped and backed by the file.
+    let limit: Int
+    let ringStart: Int
+    let seed: UInt32
+    let firstValidSequence: UInt64
+    let active: HashTable
+    let draining: HashTable?
+    /// The shared state's change counter when the meta copy behind this view was taken.
+    let changeCounter: UInt64
+
+    /// Finds the live entry for `key`, checking its header, bounds and key bytes (not the value's
+    /// checksum: callers that hand out the value do that).
+    ///
+    /// - Parameter migrationCursor: how far the draining table has been moved into the active one.
+    @inline(__always)
+    func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, migrationCursor: Int) -> CacheStore.FoundEntry? {
+        guard let old = draining else { return lookup(key, hash: hash, in: active, draining: false) }
+        // While the index grows, most keys are still where the migration cursor has not been:
+        // looking there first saves a probe of the other table (a cache miss) on most hits.
+        // Either order finds the key; both tables are searched before a miss.
+        if old.home(ofTag: hash.tag) >= migrationCursor {
+            return lookup(key, hash: hash, in: old, draining: true) ?? lookup(key, hash: hash, in: active, draining: false)
+        }
+        return lookup(key, hash: hash, in: active, draining: false) ?? lookup(key, hash: hash, in: old, draining: true)
+    }
+
+    @inline(__always)
+    private func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, in table: HashTable,
+                        draining: Bool) -> CacheStore.FoundEntry? {
+        var index = table.home(ofTag: hash.tag)
+        for _ in 0..<table.slotCount {
+            let slot = table[index]
+            if slot == HashTable.empty { return nil }
+            if HashTable.tag(of: slot) == hash.tag, HashTable.isEntry(slot),
+               let header = entryHeader(at: HashTable.offset(of: slot), key: key) {
+                return CacheStore.FoundEntry(offset: HashTable.offset(of: slot), header: header,
+                                             inDraining: draining, slotIndex: index & table.mask)
+            }
+            index &+= 1
+        }
+        return nil
+    }
+
+    /// The header of the live entry for `key` at `offset`, or nil for anything else. The first
+    /// word and the key bytes rule out other records before the header's checksum is computed;
+    /// the header is then read and checked whole.
+    @inline(__always)
+    private func entryHeader(at offset: Int, key: UnsafeRawBufferPointer) -> RecordHeader? {
+        guard offset >= ringStart, offset <= limit &- (RecordHeader.size + key.count),
+              RecordHeader.Word0.isLiveEntry(lrd_load_acquire_u64(base + offset), keyLength: key.count),
+              UnsafeRawBufferPointer(start: base + offset + RecordHeader.size, count: key.count).sameBytes(as: key),
+              let header = RecordHeader.read(from: base, at: offset, limit: limit, seed: seed),
+              header.kind == .entry, header.isLive, header.sequence >= firstValidSequence else { return nil }
+        return header
+    }
+
+    /// The header of the live, valid entry at `offset`, or nil for anything else.
+    func entryHeader(at offset: Int) -> RecordHeader? {
+        guard offset >= ringStart, offset < limit,
+              let header = RecordHeader.read(from: base, at: offset, limit: limit, seed: seed),
+              header.kind == .entry, header.isLive, header.sequence >= firstValidSequence else { return nil }
+        return header
+    }
+
+    /// The stored bytes of the entry `found` (its key is before them).
+    @inline(__always)
+    func storedValue(of found: CacheStore.FoundEntry) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: base + found.offset + RecordHeader.size + found.header.keyLength,
+                               count: found.header.storedLength)
+    }
+
+    /// Whether the key and value bytes of the entry `found` match its data checksum.
+    func dataIsIntact(_ found: CacheStore.FoundEntry) -> Bool {
+        lrd_crc32c(seed, base + found.offset + RecordHeader.size, found.header.keyLength + found.header.storedLength)
+            == found.header.dataChecksum
+    }
+}
