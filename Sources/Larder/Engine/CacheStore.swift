@@ -39,13 +39,20 @@ final class CacheStore {
     let ringStart: Int
     let isReadOnly: Bool
     var meta: Meta {
-        didSet { layout = RingLayout(meta: meta, ringStart: ringStart) }
+        didSet {
+            layout = RingLayout(meta: meta, ringStart: ringStart)
+            viewGeneration &+= 1
+        }
     }
     /// What the ring allocator derives from `meta`, kept up to date with it.
     private(set) var layout: RingLayout
     let state: SharedState
-    var active: HashTable
-    var draining: HashTable?
+    var active: HashTable { didSet { viewGeneration &+= 1 } }
+    var draining: HashTable? { didSet { viewGeneration &+= 1 } }
+    /// Moves whenever something `currentView` reads changes (the meta copy, whose file size every
+    /// growth updates, the tables, the change counter), so that publishing can skip unchanged views.
+    private var viewGeneration: UInt64 = 0
+    private var publishedGeneration: UInt64 = .max
     private(set) var isClosed = false
     /// Hits and misses of this process not yet added to the file's counters (atomic cells).
     let localCounters: UnsafeMutablePointer<UInt64>
@@ -55,7 +62,7 @@ final class CacheStore {
     var isRebuilding = false
     /// The shared-state change counter this process's view (meta copy, tables, file size) was
     /// taken at; another process that writes the meta page bumps the counter.
-    private(set) var viewChangeCounter: UInt64 = 0
+    private(set) var viewChangeCounter: UInt64 = 0 { didSet { viewGeneration &+= 1 } }
     /// Zero-copy reads in progress, in every process.
     let readers: ReaderTable
     /// The view this process's readers take without a lock (see `publishView()`).
@@ -382,7 +389,9 @@ final class CacheStore {
     /// Lets this process's readers see the file as this writer left it. Under the exclusive
     /// in-process lock, at the end of every write and refresh.
     func publishView() {
+        guard viewGeneration != publishedGeneration else { return }
         publishedView.publish(currentView)
+        publishedGeneration = viewGeneration
     }
 
     // MARK: - Other processes

@@ -10,7 +10,7 @@ import CLarderSupport
 /// Invariant: the memory holds `slotCount` slots, `slotCount` is a power of two in
 /// `minimumSlotCount...maximumSlotCount`; every index is masked before use, so no slot value,
 /// however damaged, can lead outside the table.
-struct HashTable: Equatable {
+struct HashTable {
     static let minimumSlotCount = 512
     static let maximumSlotCount = 1 << 28
     static let tagBits = 28

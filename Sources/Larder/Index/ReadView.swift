@@ -10,7 +10,7 @@ import CLarderSupport
 /// checked against `limit` before it is followed. Whether what was read through a view still
 /// holds is the reader's check at the end (`CacheStore.isUnchanged`): its `changeCounter` must
 /// still be the file's.
-struct ReadView: Equatable {
+struct ReadView {
     let base: UnsafeMutableRawPointer
     /// Bytes of the file this view reads: `[0, limit)` is mapped and backed by the file.
     let limit: Int

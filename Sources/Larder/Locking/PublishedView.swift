@@ -23,8 +23,6 @@ final class PublishedView: @unchecked Sendable {
     private let base: UnsafeMutableRawPointer
     private let ringStart: Int
     private let seed: UInt32
-    /// What was published last; only writers read it (under the exclusive lock).
-    private var last: ReadView?
 
     init(base: UnsafeMutableRawPointer, ringStart: Int, seed: UInt32) {
         self.base = base
@@ -38,12 +36,9 @@ final class PublishedView: @unchecked Sendable {
         words.deallocate()
     }
 
-    /// Writer, under the exclusive in-process lock: makes `view` the one readers take, unless it
-    /// already is.
+    /// Writer, under the exclusive in-process lock: makes `view` the one readers take.
     func publish(_ view: ReadView) {
         precondition(view.base == base && view.ringStart == ringStart && view.seed == seed)
-        guard view != last else { return }
-        last = view
         let sequence = lrd_load_relaxed_u64(words + Word.sequence)
         lrd_store_relaxed_u64(words + Word.sequence, sequence &+ 1)
         lrd_fence_release()
