@@ -7,16 +7,11 @@ import Glibc
 import Musl
 #endif
 
-/// Reads. Every method here is a reader: safe under the shared lock, concurrently with other
-/// readers. Nothing is written but access bits and this process's hit and miss counters.
+/// Reads. Every method here is a reader: it runs concurrently with other readers and with the
+/// writers of every process. Point reads take no lock at all and work through a `ReadView`;
+/// `forEachEntry`, which walks the store's own tables, runs under the shared in-process lock.
+/// Nothing is written but access bits, pins and this process's hit and miss counters.
 extension CacheStore {
-    /// Where a value lies in the map, checked: key found, not expired, checksum correct.
-    struct ValueLocation {
-        let recordOffset: Int
-        let header: RecordHeader
-        var valueOffset: Int { recordOffset + RecordHeader.size + header.keyLength }
-    }
-
     @inline(__always)
     func validateKey(_ key: UnsafeRawBufferPointer) throws(LarderError) {
         if key.count <= 0 || key.count > CacheStore.maximumKeyLength { throw invalidKey(key) }

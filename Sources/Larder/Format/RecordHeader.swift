@@ -178,7 +178,13 @@ struct RecordHeader: Equatable {
 
     /// Whether the key and value bytes of the entry at `offset` match `dataChecksum`.
     func dataIsIntact(in file: MappedFile, at offset: Int, seed: UInt32) -> Bool {
-        file.checksum(offset + RecordHeader.size, keyLength + storedLength, chaining: seed) == dataChecksum
+        precondition(file.contains(offset, totalSize), "range outside the file")
+        return dataIsIntact(record: file.base + offset, seed: seed)
+    }
+
+    /// `dataIsIntact(in:at:seed:)` for a record whose bytes the caller knows to be in the file.
+    func dataIsIntact(record: UnsafeRawPointer, seed: UInt32) -> Bool {
+        lrd_crc32c(seed, record + RecordHeader.size, keyLength + storedLength) == dataChecksum
     }
 
     // MARK: - Padding

@@ -85,7 +85,6 @@ struct ReadView {
 
     /// Whether the key and value bytes of the entry `found` match its data checksum.
     func dataIsIntact(_ found: CacheStore.FoundEntry) -> Bool {
-        lrd_crc32c(seed, base + found.offset + RecordHeader.size, found.header.keyLength + found.header.storedLength)
-            == found.header.dataChecksum
+        found.header.dataIsIntact(record: base + found.offset, seed: seed)
     }
 }

@@ -8,8 +8,10 @@ import Musl
 
 /// Remembers, per thread, which cache's memory the thread is borrowing in `withValue`.
 ///
-/// A write from inside that closure would wait for the read lock the same thread holds: a
-/// deadlock. With this marker such a write fails with an error instead.
+/// A write from inside `forEachEntry`'s closure would wait for the read lock the same thread
+/// holds: a deadlock. With this marker such a write fails with an error instead. `withValue`
+/// (which takes no lock) keeps the same documented rule: a caller may not change the cache while
+/// it borrows bytes of it.
 enum BorrowMarker {
     private static let key: pthread_key_t = {
         var key = pthread_key_t()

@@ -141,12 +141,6 @@ final class MappedFile {
         memset(base + offset, 0, count)
     }
 
-    /// CRC32C of `[offset, offset + count)`, chained onto `crc`.
-    func checksum(_ offset: Int, _ count: Int, chaining crc: UInt32 = 0) -> UInt32 {
-        precondition(contains(offset, count), "range outside the file")
-        return lrd_crc32c(crc, base + offset, count)
-    }
-
     // MARK: - Atomic access for fields that readers change or read without the writer lock
 
     @inline(__always)
