@@ -30,8 +30,8 @@ uint32_t lrd_crc32c_then_copy(uint32_t crc, const void *prefix, size_t prefix_le
  * checksum of docs/FORMAT.md, in one call with no length to dispatch on. */
 uint32_t lrd_crc32c_record_header(uint32_t crc, const void *header);
 
-/* XXH64 with the given seed, bit-exact with the reference xxHash. */
-uint64_t lrd_xxh64(const void *data, size_t length, uint64_t seed);
+/* XXH64 with the given seed, bit-exact with the reference xxHash: lrd_xxh64 (inline). */
+#include "lrd_xxhash64.h"
 
 /* Atomics on memory that other threads or processes share through the map.
  * Swift's own atomics cannot be placed on a raw address, hence these. */

@@ -32,10 +32,10 @@ struct ReadView {
         // While the index grows, most keys are still where the migration cursor has not been:
         // looking there first saves a probe of the other table (a cache miss) on most hits.
         // Either order finds the key; both tables are searched before a miss.
-        if old.home(ofTag: hash.tag) >= migrationCursor {
-            return lookup(key, hash: hash, in: old, draining: true) ?? lookup(key, hash: hash, in: active, draining: false)
-        }
-        return lookup(key, hash: hash, in: active, draining: false) ?? lookup(key, hash: hash, in: old, draining: true)
+        let oldFirst = old.home(ofTag: hash.tag) >= migrationCursor
+        let first = oldFirst ? old : active
+        if let found = lookup(key, hash: hash, in: first, draining: oldFirst) { return found }
+        return lookup(key, hash: hash, in: oldFirst ? active : old, draining: !oldFirst)
     }
 
     @inline(__always)
