@@ -27,7 +27,7 @@ static inline uint64_t lrd_xxh_merge(uint64_t acc, uint64_t val) {
     return acc * LRD_XXH_P1 + LRD_XXH_P4;
 }
 
-static inline uint64_t lrd_xxh64(const void *data, size_t length, uint64_t seed) {
+__attribute__((always_inline)) static inline uint64_t lrd_xxh64(const void *data, size_t length, uint64_t seed) {
     const uint8_t *p = (const uint8_t *)data;
     const uint8_t *end = p + length;
     uint64_t h;

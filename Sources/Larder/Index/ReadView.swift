@@ -28,29 +28,27 @@ struct ReadView {
     /// - Parameter migrationCursor: how far the draining table has been moved into the active one.
     @inline(__always)
     func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, migrationCursor: Int) -> CacheStore.FoundEntry? {
-        guard let old = draining else { return lookup(key, hash: hash, in: active, draining: false) }
         // While the index grows, most keys are still where the migration cursor has not been:
         // looking there first saves a probe of the other table (a cache miss) on most hits.
-        // Either order finds the key; both tables are searched before a miss.
-        let oldFirst = old.home(ofTag: hash.tag) >= migrationCursor
-        let first = oldFirst ? old : active
-        if let found = lookup(key, hash: hash, in: first, draining: oldFirst) { return found }
-        return lookup(key, hash: hash, in: oldFirst ? active : old, draining: !oldFirst)
-    }
-
-    @inline(__always)
-    private func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, in table: HashTable,
-                        draining: Bool) -> CacheStore.FoundEntry? {
-        var index = table.home(ofTag: hash.tag)
-        for _ in 0..<table.slotCount {
-            let slot = table[index]
-            if slot == HashTable.empty { return nil }
-            if HashTable.tag(of: slot) == hash.tag, HashTable.isEntry(slot),
-               let header = entryHeader(at: HashTable.offset(of: slot), key: key) {
-                return CacheStore.FoundEntry(offset: HashTable.offset(of: slot), header: header,
-                                             inDraining: draining, slotIndex: index & table.mask)
+        // Either order finds the key; both tables are searched before a miss. One loop serves
+        // both tables, so that it is inlined once.
+        var inDraining = draining.map { $0.home(ofTag: hash.tag) >= migrationCursor } ?? false
+        var tablesLeft = draining == nil ? 1 : 2
+        while tablesLeft > 0 {
+            let table = inDraining ? draining! : active
+            var index = table.home(ofTag: hash.tag)
+            for _ in 0..<table.slotCount {
+                let slot = table[index]
+                if slot == HashTable.empty { break }
+                if HashTable.tag(of: slot) == hash.tag, HashTable.isEntry(slot),
+                   let header = entryHeader(at: HashTable.offset(of: slot), key: key) {
+                    return CacheStore.FoundEntry(offset: HashTable.offset(of: slot), header: header,
+                                                 inDraining: inDraining, slotIndex: index & table.mask)
+                }
+                index &+= 1
             }
-            index &+= 1
+            inDraining.toggle()
+            tablesLeft -= 1
         }
         return nil
     }
