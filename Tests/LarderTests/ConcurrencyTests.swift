@@ -96,6 +96,88 @@ struct ConcurrencyTests {
         #expect(cache.count == keys)
     }
 
+    /// A full ring reuses offsets at once: a reader that matched a key in one record must never
+    /// hand out the record that replaced it at the same place (another key's value, or a false
+    /// "damaged" error). Readers read keys close to the tail, where the writer evicts.
+    @Test func readersNeverGetTheValueOfARecordThatReplacedTheirsInAFullRing() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 256 << 10)
+        // Keys of one length, so that a record of another key can take a record's exact place.
+        @Sendable func key(_ index: Int) -> String { String(format: "k%07d", index) }
+        @Sendable func value(_ index: Int) -> [UInt8] {
+            withUnsafeBytes(of: UInt64(index).littleEndian, Array.init) + [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: 24)
+        }
+        let latest = AtomicWord()
+        let wrong = LockedCounter()
+        let failures = LockedCounter()
+        let deadline = Date().addingTimeInterval(4)
+        DispatchQueue.concurrentPerform(iterations: 3) { thread in
+            if thread == 0 {
+                var index = 1
+                while Date() < deadline {
+                    do { try cache.set(value(index), forKey: key(index)) } catch { failures.increment() }
+                    latest.store(UInt64(index))
+                    index += 1
+                }
+                latest.store(0)
+                return
+            }
+            var generator = SplitMix(seed: UInt64(thread))
+            while true {
+                let newest = Int(latest.load())
+                if newest == 0 { break }
+                guard newest > 4_000 else { continue }
+                let index = newest - 2_600 + Int(generator.next() % 2_600)
+                do {
+                    let got = thread == 1
+                        ? try cache.withValue(forKey: key(index)) { Array($0) }
+                        : try cache.bytes(forKey: key(index))
+                    if let got, got != value(index) { wrong.increment() }
+                } catch { failures.increment() }
+            }
+        }
+        #expect(wrong.value == 0)
+        #expect(failures.value == 0)
+    }
+
+    /// Readers take no lock, so closing waits for a value lent on another thread: the pin must
+    /// not outlive the handle's file locks.
+    @Test func closeWaitsForAValueLentOnAnotherThread() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1, 2, 3], forKey: "k")
+        let inside = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let ended = LockedCounter()
+        let reader = Thread {
+            _ = try? cache.withValue(forKey: "k") { _ in
+                inside.signal()
+                release.wait()
+                ended.increment()
+            }
+        }
+        reader.start()
+        inside.wait()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { release.signal() }
+        try cache.close()
+        #expect(ended.value == 1)
+        let reopened = try Cache(path: directory.path())
+        #expect(reopened.store.readers.isEmpty)
+        #expect(try reopened.bytes(forKey: "k") == [1, 2, 3])
+    }
+
+    @Test func closingFromInsideWithValueIsAnError() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1], forKey: "k")
+        var failure: LarderError?
+        _ = try cache.withValue(forKey: "k") { _ in
+            do { try cache.close() } catch { failure = error as? LarderError }
+        }
+        #expect(failure?.code == .invalidArgument)
+        #expect(try cache.bytes(forKey: "k") == [1])
+    }
+
     @Test func oneCacheIsSendableAcrossTasks() async throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())

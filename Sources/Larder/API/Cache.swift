@@ -367,6 +367,11 @@ public final class Cache: @unchecked Sendable {
     ///
     /// The corresponding C function is `larder_close`.
     public func close() throws(LarderError) {
+        // Closing waits for the values this process lends out; one lent to this thread would
+        // never come back.
+        if BorrowMarker.isBorrowed(self) {
+            throw LarderError(.invalidArgument, "cannot close the cache from inside withValue(forKey:_:) on the same thread", path: path)
+        }
         let wasOpen = lock.withWriteLock {
             defer { closedWord.store(1) }
             return !isClosed

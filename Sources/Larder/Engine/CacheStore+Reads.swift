@@ -169,6 +169,8 @@ extension CacheStore {
     func withValue(forKey key: UnsafeRawBufferPointer, in view: ReadView,
                    _ body: (UnsafeRawBufferPointer) -> Void) throws(LarderError) -> Bool {
         try validateKey(key)
+        try beginLend()
+        defer { endLend() }
         var retry = Retry()
         while true {
             guard let found = try findCountingMiss(key, in: view, retry: &retry) else { return false }
@@ -199,6 +201,22 @@ extension CacheStore {
             body(UnsafeRawBufferPointer(value))
             return true
         }
+    }
+
+    /// Reader: counts a lend in progress, unless the store is closing. `close()` waits for the
+    /// lends of this process to end before it lets the file go: a pin must not outlive the locks
+    /// that keep a sole writer (which clears the reader table) away. Sequentially consistent on
+    /// both sides, so that either the closer sees the lend or the lend sees the close.
+    private func beginLend() throws(LarderError) {
+        _ = lrd_fetch_add_seq_cst_u64(lendsInFlight.pointer, 1)
+        if lrd_load_seq_cst_u64(closing.pointer) != 0 {
+            endLend()
+            throw LarderError(.closed, "the cache is closed", path: path)
+        }
+    }
+
+    private func endLend() {
+        _ = lrd_fetch_add_seq_cst_u64(lendsInFlight.pointer, UInt64.max)
     }
 
     /// Reader: `withValue` through a private copy, for when no reader slot is free.

@@ -56,9 +56,9 @@ struct SharedState {
     }
 
     @inline(__always)
-    private func word(_ field: Int) -> UInt64 { UInt64(littleEndian: page.load(fromByteOffset: field, as: UInt64.self)) }
+    private func word(_ field: Int) -> UInt64 { UInt64(littleEndian: lrd_load_relaxed_u64(page + field)) }
     @inline(__always)
-    private func setWord(_ field: Int, _ value: UInt64) { page.storeBytes(of: value.littleEndian, toByteOffset: field, as: UInt64.self) }
+    private func setWord(_ field: Int, _ value: UInt64) { lrd_store_relaxed_u64(page + field, value.littleEndian) }
     private var flags: UInt32 {
         get { UInt32(littleEndian: page.load(fromByteOffset: Field.flags, as: UInt32.self)) }
         nonmutating set { page.storeBytes(of: newValue.littleEndian, toByteOffset: Field.flags, as: UInt32.self) }

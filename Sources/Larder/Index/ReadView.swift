@@ -54,15 +54,19 @@ struct ReadView {
     }
 
     /// The header of the live entry for `key` at `offset`, or nil for anything else. The first
-    /// word and the key bytes rule out other records before the header's checksum is computed;
-    /// the header is then read and checked whole.
+    /// word rules out other records before the header's checksum is computed; the header is then
+    /// read and checked whole, and only then are the key bytes compared: a writer may replace the
+    /// record meanwhile, and the reader's final check (same sequence number, still live) vouches
+    /// only for bytes read after the header it names.
     @inline(__always)
     private func entryHeader(at offset: Int, key: UnsafeRawBufferPointer) -> RecordHeader? {
         guard offset >= ringStart, offset <= limit &- (RecordHeader.size + key.count),
               RecordHeader.Word0.isLiveEntry(lrd_load_acquire_u64(base + offset), keyLength: key.count),
-              UnsafeRawBufferPointer(start: base + offset + RecordHeader.size, count: key.count).sameBytes(as: key),
               let header = RecordHeader.read(from: base, at: offset, limit: limit, seed: seed),
-              header.kind == .entry, header.isLive, header.sequence >= firstValidSequence else { return nil }
+              header.kind == .entry, header.isLive, header.sequence >= firstValidSequence,
+              header.keyLength == key.count,
+              UnsafeRawBufferPointer(start: base + offset + RecordHeader.size, count: key.count).sameBytes(as: key)
+        else { return nil }
         return header
     }
 
