@@ -363,7 +363,9 @@ public final class Cache: @unchecked Sendable {
     }
 
     /// Flushes the cache, marks the file cleanly closed and releases it. Later calls on this
-    /// cache throw `.closed`. Calling `close()` again does nothing.
+    /// cache throw `.closed`. Calling `close()` again does nothing. Values lent by
+    /// `withValue(forKey:_:)` on other threads are waited for; closing from inside such a closure
+    /// on its own thread throws `.invalidArgument`.
     ///
     /// The corresponding C function is `larder_close`.
     public func close() throws(LarderError) {
