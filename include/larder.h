@@ -82,7 +82,8 @@ void larder_options_init(larder_options *opts);
 int larder_open(const char *path, const larder_options *opts, larder **out);
 
 /* Flushes, marks the file cleanly closed and frees the handle. NULL is a no-op. The handle must
- * not be used afterwards, nor concurrently with this call. */
+ * not be used afterwards, nor concurrently with this call. Called from inside a larder_foreach
+ * callback of the same handle, it does nothing (see larder_last_error_message()). */
 void larder_close(larder *db);
 
 /* ---- Reading and writing ------------------------------------------------------------------- */

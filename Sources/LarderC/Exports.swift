@@ -58,7 +58,16 @@ public func larderOpen(_ path: UnsafePointer<CChar>?, _ opts: UnsafePointer<lard
 public func larderClose(_ db: UnsafeMutablePointer<larder>?) {
     guard let db else { return }
     let cache = Unmanaged<Cache>.fromOpaque(UnsafeRawPointer(db))
-    try? cache.takeUnretainedValue().close()
+    do {
+        try cache.takeUnretainedValue().close()
+    } catch where error.code == .invalidArgument {
+        // Inside a larder_foreach callback of this handle: freeing it would pull the cache from
+        // under the iteration. The handle stays open.
+        LastError.set(error.description)
+        return
+    } catch {
+        // Closed anyway; the handle is freed below.
+    }
     cache.release()
 }
 

@@ -259,6 +259,17 @@ static int write_inside(void *ctx, const void *key, size_t key_len, size_t value
     return 1;
 }
 
+/* larder_close from inside a callback of the same handle must not free it mid-iteration. */
+static int close_inside(void *ctx, const void *key, size_t key_len, size_t value_len) {
+    (void)key;
+    (void)key_len;
+    (void)value_len;
+    larder_close(walk_db);
+    /* Refused, with a message; the handle still works. */
+    *(int *)ctx = strlen(larder_last_error_message()) > 0 ? larder_contains(walk_db, "k1", 2) : -1;
+    return 1;
+}
+
 static void test_foreach_clear_sync(void) {
     larder *db = open_fresh("walk.larder", NULL);
     for (int i = 0; i < 10; i++) {
@@ -274,6 +285,8 @@ static void test_foreach_clear_sync(void) {
     int inner = 0;
     walk_db = db;
     CHECK(larder_foreach(db, write_inside, &inner) == 1 && inner == LARDER_INVALID_ARGUMENT);
+    inner = -100;
+    CHECK(larder_foreach(db, close_inside, &inner) == 1 && inner == LARDER_OK);
     CHECK(larder_sync(db) == LARDER_OK);
     CHECK(larder_clear(db) == LARDER_OK);
     w.count = 0;

@@ -44,9 +44,6 @@ static inline void lrd_store_release_u64(void *p, uint64_t v) {
 static inline uint64_t lrd_fetch_add_u64(void *p, uint64_t v) {
     return __atomic_fetch_add((uint64_t *)p, v, __ATOMIC_RELAXED);
 }
-static inline uint64_t lrd_fetch_add_seq_cst_u64(void *p, uint64_t v) {
-    return __atomic_fetch_add((uint64_t *)p, v, __ATOMIC_SEQ_CST);
-}
 static inline uint64_t lrd_exchange_u64(void *p, uint64_t v) {
     return __atomic_exchange_n((uint64_t *)p, v, __ATOMIC_RELAXED);
 }

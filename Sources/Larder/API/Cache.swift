@@ -363,14 +363,15 @@ public final class Cache: @unchecked Sendable {
     }
 
     /// Flushes the cache, marks the file cleanly closed and releases it. Later calls on this
-    /// cache throw `.closed`. Calling `close()` again does nothing. Values lent by
-    /// `withValue(forKey:_:)` on other threads are waited for; closing from inside such a closure
-    /// on its own thread throws `.invalidArgument`.
+    /// cache throw `.closed`. Calling `close()` again does nothing. Close a cache only when no
+    /// other thread is inside `withValue(forKey:_:)` on it: reads take no lock, so closing does not
+    /// wait for them, and bytes lent when the file is let go are no longer protected from writers
+    /// of other processes. Closing from inside such a closure on its own thread throws
+    /// `.invalidArgument`.
     ///
     /// The corresponding C function is `larder_close`.
     public func close() throws(LarderError) {
-        // Closing waits for the values this process lends out; one lent to this thread would
-        // never come back.
+        // The bytes lent to this thread would lose their protection while it still uses them.
         if BorrowMarker.isBorrowed(self) {
             throw LarderError(.invalidArgument, "cannot close the cache from inside withValue(forKey:_:) on the same thread", path: path)
         }

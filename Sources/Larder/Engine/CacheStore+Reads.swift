@@ -169,8 +169,6 @@ extension CacheStore {
     func withValue(forKey key: UnsafeRawBufferPointer, in view: ReadView,
                    _ body: (UnsafeRawBufferPointer) -> Void) throws(LarderError) -> Bool {
         try validateKey(key)
-        try beginLend()
-        defer { endLend() }
         var retry = Retry()
         while true {
             guard let found = try findCountingMiss(key, in: view, retry: &retry) else { return false }
@@ -179,7 +177,7 @@ extension CacheStore {
             guard !isReadOnly, let slot = readers.pin(start: found.offset, end: found.offset + header.totalSize) else {
                 return try lendCopy(forKey: key, in: view, body)
             }
-            defer { readers.unpin(slot) }
+            defer { unpin(slot) }
             guard isUnchanged(found, in: view) else { try backOff(&retry, in: view); continue }
             if header.isExpiredNow {
                 countMiss()
@@ -203,20 +201,12 @@ extension CacheStore {
         }
     }
 
-    /// Reader: counts a lend in progress, unless the store is closing. `close()` waits for the
-    /// lends of this process to end before it lets the file go: a pin must not outlive the locks
-    /// that keep a sole writer (which clears the reader table) away. Sequentially consistent on
-    /// both sides, so that either the closer sees the lend or the lend sees the close.
-    private func beginLend() throws(LarderError) {
-        _ = lrd_fetch_add_seq_cst_u64(lendsInFlight.pointer, 1)
-        if lrd_load_seq_cst_u64(closing.pointer) != 0 {
-            endLend()
-            throw LarderError(.closed, "the cache is closed", path: path)
-        }
-    }
-
-    private func endLend() {
-        _ = lrd_fetch_add_seq_cst_u64(lendsInFlight.pointer, UInt64.max)
+    /// Gives a pin back, unless the store was closed meanwhile (another thread closed the cache
+    /// while this one was lending): the file's locks are gone then, and a writer that opened the
+    /// file alone since may have cleared the table and given the slot to another reader. The slot
+    /// stays taken until the next such open clears it.
+    private func unpin(_ slot: Int) {
+        if lrd_load_seq_cst_u64(closing.pointer) == 0 { readers.unpin(slot) }
     }
 
     /// Reader: `withValue` through a private copy, for when no reader slot is free.

@@ -1,11 +1,4 @@
 import CLarderSupport
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// The storage engine behind `Cache`: one mapped cache file, its ring of records, its index.
 ///
@@ -74,9 +67,8 @@ final class CacheStore {
     let readers: ReaderTable
     /// The view this process's readers take without a lock (see `publishView()`).
     let publishedView: PublishedView
-    /// Zero-copy reads of this process in progress, and whether `close()` has begun (see
-    /// `beginLend()`).
-    let lendsInFlight = AtomicWord()
+    /// Set when `close()` begins: readers take no lock, and one still lending a value then must
+    /// not give its pin back (see `unpin(_:)` in the reads).
     let closing = AtomicWord()
 
     var path: String { file.path }
@@ -515,9 +507,7 @@ final class CacheStore {
     func close() throws(LarderError) {
         guard !isClosed else { return }
         defer { isClosed = true }
-        // Readers take no lock: wait for the lends still running to end (new ones see `closing`).
         lrd_store_seq_cst_u64(closing.pointer, 1)
-        while lrd_load_seq_cst_u64(lendsInFlight.pointer) != 0 { sched_yield() }
         let descriptor = file.descriptor
         _ = try? descriptor.lock(byte: LockByte.transition, isReadOnly ? .shared : .exclusive, wait: true)
         defer {

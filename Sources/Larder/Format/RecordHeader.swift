@@ -115,6 +115,10 @@ struct RecordHeader: Equatable {
                      storedAt.littleEndian, UInt64(dataChecksum).littleEndian)
         let checksum = withUnsafeBytes(of: &image) { lrd_crc32c_record_header(seed, $0.baseAddress) }
         lrd_store_release_u64(record, word0.littleEndian)
+        // The key and value (stored before) become visible no later than any field below: a
+        // reader that sees this header's fields (ordered by its acquire fence in `read`) sees
+        // this record's key, not the bytes of the record it replaces.
+        lrd_fence_release()
         record.storeBytes(of: lengths.littleEndian, toByteOffset: Field.storedLength, as: UInt64.self)
         record.storeBytes(of: sequence.littleEndian, toByteOffset: Field.sequence, as: UInt64.self)
         record.storeBytes(of: expiresAt.littleEndian, toByteOffset: Field.expiresAt, as: UInt64.self)
@@ -146,6 +150,9 @@ struct RecordHeader: Equatable {
             local.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: size))
             local.storeBytes(of: rawWord, as: UInt64.self)
         }
+        // Key and value bytes read after this are at least as new as the fields just copied
+        // (the writer's release fence in `write`): never those of a record this one replaced.
+        lrd_fence_acquire()
         let word = UInt64(littleEndian: rawWord)
         return withUnsafeBytes(of: &copy) { local -> RecordHeader? in
             func field<T: FixedWidthInteger>(_ at: Int, _: T.Type) -> T {
