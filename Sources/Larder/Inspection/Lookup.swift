@@ -1,3 +1,5 @@
+import CLarderSupport
+
 /// What a lookup through the inspection view found for a key.
 @_spi(Inspection) public enum LookupResult: Sendable {
     /// The current value, checked and decompressed.
@@ -13,9 +15,20 @@
 extension FileInspector {
     /// Looks `key` up the way a read-only `Cache` does (active table, then the draining one;
     /// docs/FORMAT.md 5.3), checking the data checksum before handing out the value, but without
-    /// taking the cache's locks: it works while another process has the file open.
+    /// taking the cache's locks: it works while another process has the file open. Like any
+    /// reader (7.7.4) it copies the value once, then re-checks that the record is still the one
+    /// whose header it read, and looks again when a writer replaced it meanwhile.
     public func lookup(key: [UInt8]) -> LookupResult {
         let tag = key.withUnsafeBytes { KeyHash($0).tag }
+        for _ in 0..<1_000 {
+            guard let outcome = lookupOnce(key: key, tag: tag) else { continue }
+            return outcome
+        }
+        return .missing
+    }
+
+    /// One attempt; nil when the record found changed while it was read.
+    private func lookupOnce(key: [UInt8], tag: UInt32) -> LookupResult? {
         for (_, _, table) in namedTables() {
             guard let table else { continue }
             var found: (Int, RecordHeader)?
@@ -29,8 +42,13 @@ extension FileInspector {
                 return true
             }
             guard let (offset, header) = found else { continue }
-            let intact = header.dataIsIntact(in: file, at: offset, seed: seed)
-            let value = intact ? decodedValue(at: offset, header: header) : nil
+            let stored = Array(file.bytes(at: offset + RecordHeader.size + header.keyLength, count: header.storedLength))
+            lrd_fence_acquire()
+            guard UInt64(littleEndian: file.loadAcquire64(at: offset)) & RecordHeader.Word0.liveBit != 0,
+                  file.load(UInt64.self, at: offset + RecordHeader.Field.sequence) == header.sequence else { return nil }
+            let checksum = stored.withUnsafeBytes { lrd_crc32c(lrd_crc32c(seed, key, key.count), $0.baseAddress, $0.count) }
+            let intact = checksum == header.dataChecksum
+            let value = intact ? stored.withUnsafeBytes { decodedValue(header: header, stored: $0) } : nil
             var entry = entryRecord(header, at: offset, damage: !intact ? "data checksum mismatch"
                                     : value == nil ? "compressed value does not decode" : nil)
             entry.isIndexed = true

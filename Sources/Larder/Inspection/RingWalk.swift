@@ -230,7 +230,11 @@ extension FileInspector {
 
     /// The stored value at `offset`, decompressed when need be; nil when it does not decode.
     func decodedValue(at offset: Int, header: RecordHeader) -> [UInt8]? {
-        let stored = file.bytes(at: offset + RecordHeader.size + header.keyLength, count: header.storedLength)
+        decodedValue(header: header, stored: file.bytes(at: offset + RecordHeader.size + header.keyLength, count: header.storedLength))
+    }
+
+    /// The value `header` describes, from its `stored` bytes.
+    func decodedValue(header: RecordHeader, stored: UnsafeRawBufferPointer) -> [UInt8]? {
         guard header.isCompressed else { return Array(stored) }
         // LZ4 expands at most 255-fold: a larger raw length is a lie, not worth allocating for.
         guard header.rawLength > 0, header.rawLength <= header.storedLength &* 255 &+ 16 else { return nil }

@@ -1,0 +1,61 @@
+import Dispatch
+import Foundation
+import Testing
+@_spi(Inspection) @testable import Larder
+
+/// `larder get` reads a file that other processes may be writing, without their locks.
+@Suite("Inspection lookup")
+struct InspectionLookupTests {
+    /// While a writer keeps adding keys to a small, full ring (the oldest records are evicted
+    /// and their space reused at once), the inspector's lookup of keys near the tail must never
+    /// return a value that is not the key's, nor call a value damaged because a writer replaced
+    /// its record while it was read.
+    @Test func lookupBesideAWriterNeverReturnsAWrongOrFalselyDamagedValue() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 256 << 10)
+        @Sendable func key(_ index: Int) -> [UInt8] { Array(String(format: "k%07d", index).utf8) }
+        for index in 0..<200 { try cache.set(VersionedValue.make(key: index, version: 1), forKey: key(index)) }
+        try cache.sync()
+        let path = directory.path()
+        let latest = AtomicWord()
+        latest.store(199)
+        let done = AtomicWord()
+        let failures = LockedCounter()
+        let wrong = LockedCounter()
+        let damaged = LockedCounter()
+        let found = LockedCounter()
+        DispatchQueue.concurrentPerform(iterations: 2) { thread in
+            if thread == 0 {
+                var index = 200
+                let deadline = Date().addingTimeInterval(3)
+                while Date() < deadline {
+                    do { try cache.set(VersionedValue.make(key: index, version: 1), forKey: key(index)) } catch { failures.increment() }
+                    latest.store(UInt64(index))
+                    index += 1
+                }
+                done.store(1)
+                return
+            }
+            guard let inspector = try? FileInspector(path: path) else {
+                failures.increment()
+                return
+            }
+            var generator = SplitMix(seed: 7)
+            while done.load() == 0 {
+                // The ring holds some 170 of these values: the oldest live ones are about to go.
+                let index = Int(latest.load()) - 170 + Int(generator.next() % 40)
+                switch inspector.lookup(key: key(index)) {
+                case .found(_, let value):
+                    found.increment()
+                    if VersionedValue.check(value, key: index) == nil { wrong.increment() }
+                case .damaged: damaged.increment()
+                case .missing, .expired: break
+                }
+            }
+        }
+        #expect(failures.value == 0)
+        #expect(found.value > 100)
+        #expect(wrong.value == 0)
+        #expect(damaged.value == 0)
+    }
+}
