@@ -63,7 +63,7 @@ struct ConcurrencyTests {
         let wrong = LockedCounter()
         let failures = LockedCounter()
         let reads = LockedCounter()
-        DispatchQueue.concurrentPerform(iterations: 3) { thread in
+        runOnThreads(3) { thread in
             if thread == 0 {
                 for version in 1...2 {
                     for key in 0..<keys {
@@ -111,7 +111,7 @@ struct ConcurrencyTests {
         let wrong = LockedCounter()
         let failures = LockedCounter()
         let deadline = Date().addingTimeInterval(4)
-        DispatchQueue.concurrentPerform(iterations: 3) { thread in
+        runOnThreads(3) { thread in
             if thread == 0 {
                 var index = 1
                 while Date() < deadline {

@@ -24,7 +24,7 @@ struct InspectionLookupTests {
         let wrong = LockedCounter()
         let damaged = LockedCounter()
         let found = LockedCounter()
-        DispatchQueue.concurrentPerform(iterations: 2) { thread in
+        runOnThreads(2) { thread in
             if thread == 0 {
                 var index = 200
                 let deadline = Date().addingTimeInterval(3)

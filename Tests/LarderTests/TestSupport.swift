@@ -40,3 +40,17 @@ extension Cache {
                                                 defaultExpiry: expiry, readOnly: readOnly))
     }
 }
+
+/// Runs `body(0)`, `body(1)`, ... each on a thread of its own, all at once, and waits for them:
+/// unlike `concurrentPerform`, which may run the iterations one after another on a busy machine,
+/// so that a reader waiting for a writer would wait forever.
+func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let finished = DispatchSemaphore(value: 0)
+    for index in 0..<count {
+        Thread {
+            body(index)
+            finished.signal()
+        }.start()
+    }
+    for _ in 0..<count { finished.wait() }
+}
