@@ -138,6 +138,24 @@ struct DamagedFileTests {
         #expect(try cache.bytes(forKey: "k9").flatMap { VersionedValue.check($0, key: 9) } == 1)
     }
 
+    /// A clean file whose live totals cannot be right (a hostile shared-state page: fewer live
+    /// bytes than its entries hold) is rebuilt on open; before, replacing a value took a total
+    /// below zero and trapped (found by the fuzzer).
+    @Test func impossibleLiveTotalsInACleanFileAreRebuilt() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeCache(path)
+        // liveStoredBytes and liveRecordBytes of the shared state (page 2, offsets 240 and 248).
+        try rewrite(path) { bytes in
+            for index in (2 * 4096 + 240)..<(2 * 4096 + 256) { bytes[index] = 0 }
+        }
+        let cache = try Cache(path: path)
+        #expect(cache.wasRecovered)
+        for key in 0..<200 { try cache.set(VersionedValue.make(key: key, version: 2), forKey: "k\(key)") }
+        try expectOnlyValidValues(cache, keys: 200)
+        #expect(cache.stats.storedBytes > 0)
+    }
+
     @Test func damageWhereTheTailStandsIsRepairedAndWritesGoOn() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()

@@ -150,7 +150,7 @@ extension CacheStore {
     private func jump(from head: Int, over islandStart: Int, to islandEnd: Int) {
         pad(from: head, to: islandStart)
         state.head = islandEnd
-        state.spanBytes += islandEnd - islandStart
+        state.spanBytes &+= islandEnd - islandStart
     }
 
     private func wrap(from head: Int) {
@@ -161,7 +161,7 @@ extension CacheStore {
     /// Moves the head past a record of `size` bytes just written at it.
     func advanceHead(past size: Int) {
         state.head += size
-        state.spanBytes += size
+        state.spanBytes &+= size
     }
 
     /// Fills `[from, to)` at the head with a padding record and takes it into the span.
@@ -169,7 +169,7 @@ extension CacheStore {
         guard end > start else { return }
         RecordHeader.writePadding(to: file, at: start, length: end - start)
         state.head = end
-        state.spanBytes += end - start
+        state.spanBytes &+= end - start
     }
 
     /// Grows the file (in steps of up to half its size, at most 64 MiB) so that it reaches at

@@ -54,18 +54,18 @@ extension CacheStore {
             (old.inDraining ? draining! : active)[old.slotIndex] = slot
             RecordHeader.markDead(in: file, at: old.offset)
             state.endIndexChange()
-            state.liveRawBytes -= old.header.rawLength
-            state.liveStoredBytes -= old.header.storedLength
-            state.liveRecordBytes -= old.header.totalSize
+            state.liveRawBytes &-= old.header.rawLength
+            state.liveStoredBytes &-= old.header.storedLength
+            state.liveRecordBytes &-= old.header.totalSize
             state.add(1, to: .updates)
         } else {
             active.insert(slot)
-            state.entryCount += 1
+            state.entryCount &+= 1
             state.add(1, to: .inserts)
         }
-        state.liveRawBytes += value.count
-        state.liveStoredBytes += storedLength
-        state.liveRecordBytes += size
+        state.liveRawBytes &+= value.count
+        state.liveStoredBytes &+= storedLength
+        state.liveRecordBytes &+= size
     }
 
     /// The ring bytes a record of this key and value takes (LZ4's bound when compressing), and

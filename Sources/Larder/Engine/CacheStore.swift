@@ -346,9 +346,13 @@ final class CacheStore {
     func ringStateIsPlausible() -> Bool {
         let head = state.head, tail = state.tail, span = state.spanBytes
         let aligned = FileLayout.recordAlignment - 1
+        // The live totals: what the span holds, entries of at least a header each.
+        let liveBytes = state.liveRecordBytes, entries = state.entryCount
         return head >= ringStart && head <= ringEnd && tail >= ringStart && tail <= ringEnd
             && head & aligned == 0 && tail & aligned == 0 && span >= 0 && span <= ringEnd - ringStart
             && state.migrationCursor >= 0 && state.migrationCursor <= (draining?.slotCount ?? 0)
+            && liveBytes >= 0 && liveBytes <= span && entries >= 0 && entries <= liveBytes / RecordHeader.size
+            && state.liveRawBytes >= 0 && state.liveStoredBytes >= 0 && state.liveStoredBytes <= liveBytes
     }
 
     /// Clears the clean flag durably before any change, so that a crash from here on is noticed.

@@ -96,10 +96,10 @@ extension CacheStore {
     /// when it was in the index (`counter` not nil).
     private func retire(at offset: Int, header: RecordHeader, counting counter: SharedState.Counter?) {
         if let counter {
-            state.entryCount -= 1
-            state.liveRawBytes -= header.rawLength
-            state.liveStoredBytes -= header.storedLength
-            state.liveRecordBytes -= header.totalSize
+            state.entryCount &-= 1
+            state.liveRawBytes &-= header.rawLength
+            state.liveStoredBytes &-= header.storedLength
+            state.liveRecordBytes &-= header.totalSize
             state.add(1, to: counter)
         }
         RecordHeader.markDead(in: file, at: offset)

@@ -93,16 +93,20 @@ struct SharedState {
         nonmutating set { flags = newValue ? flags | SharedState.repairFlag : flags & ~SharedState.repairFlag }
     }
 
-    var head: Int { get { Int(truncatingIfNeeded: word(Field.head)) } nonmutating set { setWord(Field.head, UInt64(newValue)) } }
-    var tail: Int { get { Int(truncatingIfNeeded: word(Field.tail)) } nonmutating set { setWord(Field.tail, UInt64(newValue)) } }
+    // The words below come from the file: a damaged or hostile one may hold any value in them.
+    // They are stored truncating and updated with wrapping arithmetic (`&+=`), so that a wrong
+    // total skews statistics and eviction until the next rebuild, but never traps; the open
+    // checks them before it trusts a clean file (`CacheStore.ringStateIsPlausible`).
+    var head: Int { get { Int(truncatingIfNeeded: word(Field.head)) } nonmutating set { setWord(Field.head, UInt64(truncatingIfNeeded: newValue)) } }
+    var tail: Int { get { Int(truncatingIfNeeded: word(Field.tail)) } nonmutating set { setWord(Field.tail, UInt64(truncatingIfNeeded: newValue)) } }
     /// Bytes from the tail to the head in ring order, everything included.
-    var spanBytes: Int { get { Int(truncatingIfNeeded: word(Field.spanBytes)) } nonmutating set { setWord(Field.spanBytes, UInt64(newValue)) } }
+    var spanBytes: Int { get { Int(truncatingIfNeeded: word(Field.spanBytes)) } nonmutating set { setWord(Field.spanBytes, UInt64(truncatingIfNeeded: newValue)) } }
     var nextSequence: UInt64 { get { word(Field.nextSequence) } nonmutating set { setWord(Field.nextSequence, newValue) } }
-    var entryCount: Int { get { Int(truncatingIfNeeded: word(Field.entryCount)) } nonmutating set { setWord(Field.entryCount, UInt64(newValue)) } }
-    var liveRawBytes: Int { get { Int(truncatingIfNeeded: word(Field.liveRawBytes)) } nonmutating set { setWord(Field.liveRawBytes, UInt64(newValue)) } }
-    var liveStoredBytes: Int { get { Int(truncatingIfNeeded: word(Field.liveStoredBytes)) } nonmutating set { setWord(Field.liveStoredBytes, UInt64(newValue)) } }
-    var liveRecordBytes: Int { get { Int(truncatingIfNeeded: word(Field.liveRecordBytes)) } nonmutating set { setWord(Field.liveRecordBytes, UInt64(newValue)) } }
-    var migrationCursor: Int { get { Int(truncatingIfNeeded: word(Field.migrationCursor)) } nonmutating set { setWord(Field.migrationCursor, UInt64(newValue)) } }
+    var entryCount: Int { get { Int(truncatingIfNeeded: word(Field.entryCount)) } nonmutating set { setWord(Field.entryCount, UInt64(truncatingIfNeeded: newValue)) } }
+    var liveRawBytes: Int { get { Int(truncatingIfNeeded: word(Field.liveRawBytes)) } nonmutating set { setWord(Field.liveRawBytes, UInt64(truncatingIfNeeded: newValue)) } }
+    var liveStoredBytes: Int { get { Int(truncatingIfNeeded: word(Field.liveStoredBytes)) } nonmutating set { setWord(Field.liveStoredBytes, UInt64(truncatingIfNeeded: newValue)) } }
+    var liveRecordBytes: Int { get { Int(truncatingIfNeeded: word(Field.liveRecordBytes)) } nonmutating set { setWord(Field.liveRecordBytes, UInt64(truncatingIfNeeded: newValue)) } }
+    var migrationCursor: Int { get { Int(truncatingIfNeeded: word(Field.migrationCursor)) } nonmutating set { setWord(Field.migrationCursor, UInt64(truncatingIfNeeded: newValue)) } }
     var changeCounter: UInt64 {
         get { lrd_load_acquire_u64(page + Field.changeCounter) }
         nonmutating set { lrd_store_release_u64(page + Field.changeCounter, newValue) }

@@ -108,17 +108,17 @@ extension CacheStore {
             scratch.replace(at: index, with: slot)
         } else {
             scratch.insert(slot)
-            state.entryCount += 1
+            state.entryCount &+= 1
         }
-        state.liveRawBytes += header.rawLength
-        state.liveStoredBytes += header.storedLength
-        state.liveRecordBytes += header.totalSize
+        state.liveRawBytes &+= header.rawLength
+        state.liveStoredBytes &+= header.storedLength
+        state.liveRecordBytes &+= header.totalSize
     }
 
     private func uncount(_ header: RecordHeader) {
-        state.liveRawBytes -= header.rawLength
-        state.liveStoredBytes -= header.storedLength
-        state.liveRecordBytes -= header.totalSize
+        state.liveRawBytes &-= header.rawLength
+        state.liveStoredBytes &-= header.storedLength
+        state.liveRecordBytes &-= header.totalSize
     }
 
     /// Head after the newest record; tail at the first live entry after it in ring order, so
@@ -199,7 +199,7 @@ extension CacheStore {
                 // More entries than the largest allowed index holds: the surplus is dropped.
                 RecordHeader.markDead(in: file, at: HashTable.offset(of: slot))
                 uncount(header)
-                state.entryCount -= 1
+                state.entryCount &-= 1
             }
         }
         try writeMeta()
