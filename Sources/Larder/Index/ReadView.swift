@@ -36,16 +36,14 @@ struct ReadView {
         var tablesLeft = draining == nil ? 1 : 2
         while tablesLeft > 0 {
             let table = inDraining ? draining! : active
-            var index = table.home(ofTag: hash.tag)
-            for _ in 0..<table.slotCount {
-                let slot = table[index]
-                if slot == HashTable.empty { break }
-                if HashTable.tag(of: slot) == hash.tag, HashTable.isEntry(slot),
-                   let header = entryHeader(at: HashTable.offset(of: slot), key: key) {
-                    return CacheStore.FoundEntry(offset: HashTable.offset(of: slot), header: header,
-                                                 inDraining: inDraining, slotIndex: index & table.mask)
-                }
-                index &+= 1
+            var header: RecordHeader?
+            var offset = 0
+            if let slotIndex = table.find(tag: hash.tag, where: { candidate in
+                header = entryHeader(at: candidate, key: key)
+                offset = candidate
+                return header != nil
+            }), let header {
+                return CacheStore.FoundEntry(offset: offset, header: header, inDraining: inDraining, slotIndex: slotIndex)
             }
             inDraining.toggle()
             tablesLeft -= 1
@@ -62,15 +60,14 @@ struct ReadView {
     private func entryHeader(at offset: Int, key: UnsafeRawBufferPointer) -> RecordHeader? {
         guard offset >= ringStart, offset <= limit &- (RecordHeader.size + key.count),
               RecordHeader.Word0.isLiveEntry(lrd_load_acquire_u64(base + offset), keyLength: key.count),
-              let header = RecordHeader.read(from: base, at: offset, limit: limit, seed: seed),
-              header.kind == .entry, header.isLive, header.sequence >= firstValidSequence,
-              header.keyLength == key.count,
+              let header = entryHeader(at: offset), header.keyLength == key.count,
               UnsafeRawBufferPointer(start: base + offset + RecordHeader.size, count: key.count).sameBytes(as: key)
         else { return nil }
         return header
     }
 
     /// The header of the live, valid entry at `offset`, or nil for anything else.
+    @inline(__always)
     func entryHeader(at offset: Int) -> RecordHeader? {
         guard offset >= ringStart, offset < limit,
               let header = RecordHeader.read(from: base, at: offset, limit: limit, seed: seed),
