@@ -72,6 +72,9 @@ static inline void lrd_fence_seq_cst(void) { __atomic_thread_fence(__ATOMIC_SEQ_
 static inline void lrd_fence_acquire(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
 static inline void lrd_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
 
+/* A hint to start loading the cache line at `p` (never faults, whatever the address). */
+static inline void lrd_prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }
+
 /* A spin-wait hint to the CPU. */
 static inline void lrd_spin_pause(void) {
 #if defined(__x86_64__) || defined(__i386__)

@@ -53,6 +53,12 @@ struct HashTable {
     @inline(__always)
     func home(ofTag tag: UInt32) -> Int { Int(tag >> UInt32(HashTable.tagBits - bits)) }
 
+    /// Starts loading the slot where `tag`'s probe sequence begins (a hint; reads nothing).
+    @inline(__always)
+    func prefetchHome(ofTag tag: UInt32) {
+        lrd_prefetch(slots + home(ofTag: tag))
+    }
+
     @inline(__always)
     subscript(index: Int) -> UInt64 {
         get { lrd_load_acquire_u64(slots + (index & mask)) }

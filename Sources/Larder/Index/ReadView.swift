@@ -32,8 +32,15 @@ struct ReadView {
         // looking there first saves a probe of the other table (a cache miss) on most hits.
         // Either order finds the key; both tables are searched before a miss. One loop serves
         // both tables, so that it is inlined once.
-        var inDraining = draining.map { $0.home(ofTag: hash.tag) >= migrationCursor } ?? false
-        var tablesLeft = draining == nil ? 1 : 2
+        var inDraining = false
+        var tablesLeft = 1
+        if let draining {
+            inDraining = draining.home(ofTag: hash.tag) >= migrationCursor
+            tablesLeft = 2
+            // A miss probes both tables: the second one's first slot starts loading now, so that
+            // its cache miss overlaps the first table's instead of following it.
+            (inDraining ? active : draining).prefetchHome(ofTag: hash.tag)
+        }
         while tablesLeft > 0 {
             let table = inDraining ? draining! : active
             var header: RecordHeader?
