@@ -2,12 +2,14 @@ import CLarderSupport
 import Foundation
 import Testing
 
-/// Long buffers take the hardware path's three interleaved chains (blocks of 3 × 8192 bytes, then
-/// of 3 × 256) joined by shift tables; short ones take a single chain. Whatever the path, the
-/// checksum is the one in the file format: these compare every long-path result against a chain
-/// of calls on pieces short enough for the single chain, at and around every block boundary and
-/// for several misalignments.
-@Suite("Checksum of long buffers")
+/// Long buffers are folded with carry-less multiplication (blocks of 128 bytes, on x86-64 CPUs
+/// with VPCLMULQDQ, from 256 bytes on) or take the hardware path's three interleaved chains
+/// (blocks of 3 × 8192 bytes, then of 3 × 256) joined by shift tables; short ones take a single
+/// chain. Whatever the path, the checksum is the one in the file format: these compare every
+/// long-path result, with folding allowed and not, against a chain of calls on pieces short
+/// enough for the single chain, at and around every block boundary and for several
+/// misalignments. Serialized: each test sets whether folding is allowed for its whole run.
+@Suite("Checksum of long buffers", .serialized)
 struct ChecksumLongBufferTests {
     static let longBlock = 3 * 8192
     static let shortBlock = 3 * 256
@@ -26,6 +28,9 @@ struct ChecksumLongBufferTests {
             lengths.formUnion([boundary - shortBlock - 1, boundary - shortBlock, boundary + shortBlock,
                                boundary + shortBlock + 1, boundary + 2 * shortBlock - 1])
         }
+        for boundary in stride(from: 128, through: 8192, by: 128) {
+            lengths.formUnion((boundary - 2)...(boundary + 2))
+        }
         lengths.formUnion([4096, 16383, 16384, 16385, 65536, maximum - 1, maximum])
         return lengths.filter { $0 <= maximum }.sorted()
     }()
@@ -36,7 +41,7 @@ struct ChecksumLongBufferTests {
         let destination: UnsafeMutableRawBufferPointer
         /// Per offset, the chained CRC of the first k × `piece` bytes from that offset.
         let checkpoints: [[UInt32]]
-        static let piece = 512 // below 3 × 256: the single chain
+        static let piece = 128 // below 2 × 128 and 3 × 256: the single chain
 
         init() {
             let size = ChecksumLongBufferTests.maximum + 16
@@ -83,7 +88,9 @@ struct ChecksumLongBufferTests {
         #expect(text.withUnsafeBytes { lrd_crc32c(0, $0.baseAddress, $0.count) } == 0xE306_9283)
     }
 
-    @Test func wholeBufferEqualsTheChainOfShortPieces() {
+    @Test(arguments: [true, false]) func wholeBufferEqualsTheChainOfShortPieces(folding: Bool) {
+        lrd_crc32c_allow_folding(folding ? 1 : 0)
+        defer { lrd_crc32c_allow_folding(1) }
         let buffers = Buffers()
         var wrong: [String] = []
         for length in Self.lengths {
@@ -95,7 +102,9 @@ struct ChecksumLongBufferTests {
         #expect(wrong.isEmpty, "\(wrong.count) wrong, first length@offset: \(wrong.prefix(8))")
     }
 
-    @Test func copyingChecksumsTheBytesItCopies() {
+    @Test(arguments: [true, false]) func copyingChecksumsTheBytesItCopies(folding: Bool) {
+        lrd_crc32c_allow_folding(folding ? 1 : 0)
+        defer { lrd_crc32c_allow_folding(1) }
         let buffers = Buffers()
         var wrong: [String] = []
         for (index, length) in Self.lengths.enumerated() {
@@ -113,7 +122,9 @@ struct ChecksumLongBufferTests {
         #expect(wrong.isEmpty, "\(wrong.count) wrong, first: \(wrong.prefix(8))")
     }
 
-    @Test func copyingAfterAPrefixChecksumsBoth() {
+    @Test(arguments: [true, false]) func copyingAfterAPrefixChecksumsBoth(folding: Bool) {
+        lrd_crc32c_allow_folding(folding ? 1 : 0)
+        defer { lrd_crc32c_allow_folding(1) }
         let buffers = Buffers()
         var wrong: [String] = []
         for (index, length) in Self.lengths.enumerated() {

@@ -18,8 +18,13 @@ extern "C" {
 
 /* CRC32C (Castagnoli, reflected polynomial 0x82F63B78), chainable:
  * lrd_crc32c(lrd_crc32c(0, a), b) == lrd_crc32c(0, a ++ b).
- * Uses SSE4.2 or the ARMv8 CRC instructions when the CPU has them. */
+ * Uses SSE4.2 or the ARMv8 CRC instructions when the CPU has them, and on x86-64 CPUs with
+ * VPCLMULQDQ folds buffers of 256 bytes and more with carry-less multiplication. */
 uint32_t lrd_crc32c(uint32_t crc, const void *data, size_t length);
+
+/* Whether long buffers may be folded (on by default; the result is the same either way). Tests
+ * turn it off to check the other path on machines that fold. */
+void lrd_crc32c_allow_folding(int allowed);
 
 /* The CRC32C of `prefix ++ source` chained onto `crc`, copying `source` to `destination` on the
  * way (one call for a record's key and value). */
