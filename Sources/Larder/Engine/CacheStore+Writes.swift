@@ -24,19 +24,21 @@ extension CacheStore {
         let record = file.mutableBytes(at: offset, count: size).baseAddress!
         let keyStart = record + RecordHeader.size
         let valueStart = keyStart + key.count
-        keyStart.copyMemory(from: key.baseAddress!, byteCount: key.count)
+        // The checksum is of the bytes as they lie in the record: computed from the words copied
+        // there (one pass), or, for a compressed value, read back from the record.
+        var checksum = lrd_crc32c_then_copy(seed, nil, 0, keyStart, key.baseAddress!, key.count)
         var storedLength = value.count
         var flags: UInt8 = 0
         if compressing, let compressed = LZ4Codec.compress(value, into: UnsafeMutableRawBufferPointer(start: valueStart, count: size - RecordHeader.size - key.count)) {
             storedLength = compressed
             flags = RecordHeader.compressedFlag
+            checksum = lrd_crc32c(checksum, valueStart, storedLength)
         } else if value.count > 0 {
-            valueStart.copyMemory(from: value.baseAddress!, byteCount: value.count)
+            checksum = lrd_crc32c_then_copy(checksum, nil, 0, valueStart, value.baseAddress!, value.count)
         }
         // The record takes only the room of the stored form, even when LZ4's bound was reserved
         // (the rest stays free in front of the head).
         size = RecordHeader.entrySize(keyLength: key.count, storedLength: storedLength)
-        let checksum = lrd_crc32c(seed, keyStart, key.count + storedLength)
         let now = SystemCall.nowMilliseconds()
         let header = RecordHeader(
             kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: storedLength,
