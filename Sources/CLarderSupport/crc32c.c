@@ -318,8 +318,10 @@ HARDWARE static uint32_t crc_hardware(uint32_t crc, const uint8_t *p, size_t n) 
     return crc_blocks(crc, 0, NULL, p, n);
 }
 
-HARDWARE static uint32_t crc_copy_hardware(uint32_t crc, uint8_t *d, const uint8_t *p, size_t n) {
-    return crc_blocks(crc, 1, d, p, n);
+/* The register over `q` then `p`, copying `p` to `d`: one call for a record's key and value. */
+HARDWARE static uint32_t crc_then_copy_hardware(uint32_t crc, const uint8_t *q, size_t q_length, uint8_t *d,
+                                                const uint8_t *p, size_t n) {
+    return crc_blocks(crc_blocks(crc, 0, NULL, q, q_length), 1, d, p, n);
 }
 
 /* Bytes 0-3 and 6-43 of a record header: six steps, no loop, no length to dispatch on. */
@@ -336,9 +338,10 @@ HARDWARE static uint32_t header_crc_hardware(uint32_t crc, const uint8_t *h) {
 }
 #else
 static uint32_t crc_hardware(uint32_t crc, const uint8_t *p, size_t n) { return crc_software(crc, p, n); }
-static uint32_t crc_copy_hardware(uint32_t crc, uint8_t *d, const uint8_t *p, size_t n) {
+static uint32_t crc_then_copy_hardware(uint32_t crc, const uint8_t *q, size_t q_length, uint8_t *d,
+                                       const uint8_t *p, size_t n) {
     memcpy(d, p, n);
-    return crc_software(crc, d, n);
+    return crc_software(crc_software(crc, q, q_length), d, n);
 }
 static uint32_t header_crc_hardware(uint32_t crc, const uint8_t *h) {
     return crc_software(crc_software(crc, h, 4), h + 6, 38);
@@ -360,8 +363,7 @@ uint32_t lrd_crc32c_then_copy(uint32_t crc, const void *prefix, size_t prefix_le
     const uint8_t *p = (const uint8_t *)source;
     crc = ~crc;
     if (hardware_available()) {
-        crc = crc_hardware(crc, q, prefix_length);
-        crc = crc_copy_hardware(crc, d, p, length);
+        crc = crc_then_copy_hardware(crc, q, prefix_length, d, p, length);
     } else {
         crc = crc_software(crc, q, prefix_length);
         memcpy(d, p, length);
