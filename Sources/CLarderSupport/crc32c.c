@@ -40,6 +40,7 @@ static uint32_t crc_software(uint32_t crc, const uint8_t *p, size_t n) {
 }
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #include <nmmintrin.h>
 #define HARDWARE __attribute__((target("sse4.2")))
@@ -194,14 +195,28 @@ HARDWARE static ALWAYS_INLINE uint32_t crc_block(uint32_t crc, int copy, uint8_t
 
 static int folding_allowed = 1;
 
+/* Asks CPUID itself: __builtin_cpu_supports("vpclmulqdq") reads __cpu_features2, which runtime
+ * libraries before GCC 8's libgcc do not have (a link error there). */
+static int cpu_can_fold(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const unsigned pclmul = 1u << 1, sse42 = 1u << 20, osxsave = 1u << 27, avx = 1u << 28;
+    if ((c & (pclmul | sse42 | osxsave | avx)) != (pclmul | sse42 | osxsave | avx)) return 0;
+    /* The system saves the SSE and AVX registers on a context switch (XCR0 bits 1 and 2). */
+    unsigned xcr0_low, xcr0_high;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+    if ((xcr0_low & 6) != 6) return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    const unsigned avx2 = 1u << 5, vpclmulqdq = 1u << 10; /* EBX, ECX of leaf 7 */
+    return (b & avx2) && (c & vpclmulqdq);
+}
+
 static int folding_available(void) {
     if (!__atomic_load_n(&folding_allowed, __ATOMIC_RELAXED)) return 0;
     static int cached = -1;
     int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq") &&
-            __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.2");
+        v = cpu_can_fold();
         __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
     }
     return v;
@@ -244,25 +259,20 @@ FOLDING static uint32_t crc_fold(uint32_t crc, int copy, uint8_t *d, const uint8
     uint64_t register_ = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(last));
     return (uint32_t)_mm_crc32_u64(register_, (uint64_t)_mm_extract_epi64(last, 1));
 }
-#else
-#define FOLD_BLOCK 128
-static int folding_allowed = 1;
-static int folding_available(void) { return 0; }
-static uint32_t crc_fold(uint32_t crc, int copy, uint8_t *d, const uint8_t *p, size_t n) {
-    (void)copy; (void)d; (void)p; (void)n;
-    return crc;
-}
 #endif
 
 /* The register over `n` bytes at `p`, copying them to `d` if `copy`. */
 HARDWARE static ALWAYS_INLINE uint32_t crc_blocks(uint32_t crc, int copy, uint8_t *d, const uint8_t *p, size_t n) {
+#if defined(__x86_64__)
     if (n >= 2 * FOLD_BLOCK && folding_available()) {
         size_t folded = n & ~(size_t)(FOLD_BLOCK - 1);
         crc = crc_fold(crc, copy, d, p, folded);
         n -= folded;
         p += folded;
         if (copy) d += folded;
-    } else if (n >= 3 * SHORT_BLOCK) {
+    } else
+#endif
+    if (n >= 3 * SHORT_BLOCK) {
         pthread_once(&shift_once, build_shift_tables);
         for (; n >= 3 * LONG_BLOCK; n -= 3 * LONG_BLOCK, p += 3 * LONG_BLOCK) {
             crc = crc_block(crc, copy, d, p, LONG_BLOCK, shift_long);
@@ -383,10 +393,12 @@ uint32_t lrd_crc32c_record_header(uint32_t crc, const void *header) {
     return ~crc;
 }
 
-void lrd_crc32c_allow_folding(int allowed) {
-#if defined(HARDWARE)
+int lrd_crc32c_allow_folding(int allowed) {
+#if defined(__x86_64__)
     __atomic_store_n(&folding_allowed, allowed != 0, __ATOMIC_RELAXED);
+    return folding_available();
 #else
     (void)allowed;
+    return 0;
 #endif
 }

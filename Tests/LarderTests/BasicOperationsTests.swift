@@ -196,4 +196,27 @@ struct BasicOperationsTests {
         #expect(!reopened.wasRecovered)
         #expect(try reopened.bytes(forKey: "a") == [1])
     }
+
+    /// A value lent by `withValue` lies in the map a write puts records into: storing it through
+    /// another handle on the file (allowed, unlike through the lending one) must store exactly
+    /// those bytes with a checksum that holds, plain or compressed, however the copy overlaps.
+    @Test(arguments: [Compression.none, .lz4]) func storingBytesLentOutOfTheSameFile(compression: Compression) throws {
+        let directory = TemporaryDirectory()
+        let lender = try Cache(path: directory.path())
+        let writer = try Cache(path: directory.path())
+        let value = jsonLike(7, count: 5_000)
+        try lender.set(value, forKey: "source")
+        for round in 0..<50 {
+            try lender.withValue(forKey: "source") { lent in
+                try writer.set(lent, forKey: "copy-\(round)", compression: compression)
+                // The lent bytes as the key too: keys may come out of the map as well.
+                try writer.set(Array("key".utf8), forKey: Array(lent.prefix(64)), compression: compression)
+            }
+        }
+        for round in 0..<50 {
+            // A read checks the stored checksum: a wrong one throws `.corrupt`.
+            #expect(try writer.bytes(forKey: "copy-\(round)") == value)
+        }
+        #expect(try writer.bytes(forKey: Array(value.prefix(64))) == Array("key".utf8))
+    }
 }

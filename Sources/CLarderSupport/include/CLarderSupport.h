@@ -23,11 +23,12 @@ extern "C" {
 uint32_t lrd_crc32c(uint32_t crc, const void *data, size_t length);
 
 /* Whether long buffers may be folded (on by default; the result is the same either way). Tests
- * turn it off to check the other path on machines that fold. */
-void lrd_crc32c_allow_folding(int allowed);
+ * turn it off to check the other path on machines that fold. Returns whether long buffers are
+ * folded from now on (never on a CPU that cannot). */
+int lrd_crc32c_allow_folding(int allowed);
 
 /* The CRC32C of `prefix ++ source` chained onto `crc`, copying `source` to `destination` on the
- * way (one call for a record's key and value). */
+ * way (one call for a record's key and value). `source` and `destination` must not overlap. */
 uint32_t lrd_crc32c_then_copy(uint32_t crc, const void *prefix, size_t prefix_length,
                               void *destination, const void *source, size_t length);
 

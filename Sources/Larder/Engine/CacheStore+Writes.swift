@@ -25,16 +25,32 @@ extension CacheStore {
         let keyStart = record + RecordHeader.size
         let valueStart = keyStart + key.count
         // The checksum is of the bytes as they lie in the record: computed from the words copied
-        // there (one pass), or, for a compressed value, read back from the record.
-        var checksum = lrd_crc32c_then_copy(seed, nil, 0, keyStart, key.baseAddress!, key.count)
+        // there (one pass), or read back from the record for a compressed value and for bytes
+        // that come out of this very map (lent by `withValue` of another handle on the file),
+        // which are moved as memmove does, whatever the overlap.
+        let onePass = !file.mapsAnyOf(key) && !file.mapsAnyOf(value)
+        var checksum = seed
+        if onePass {
+            checksum = lrd_crc32c_then_copy(seed, nil, 0, keyStart, key.baseAddress!, key.count)
+        } else {
+            keyStart.copyMemory(from: key.baseAddress!, byteCount: key.count)
+        }
         var storedLength = value.count
         var flags: UInt8 = 0
         if compressing, let compressed = LZ4Codec.compress(value, into: UnsafeMutableRawBufferPointer(start: valueStart, count: size - RecordHeader.size - key.count)) {
             storedLength = compressed
             flags = RecordHeader.compressedFlag
-            checksum = lrd_crc32c(checksum, valueStart, storedLength)
         } else if value.count > 0 {
-            checksum = lrd_crc32c_then_copy(checksum, nil, 0, valueStart, value.baseAddress!, value.count)
+            if onePass {
+                checksum = lrd_crc32c_then_copy(checksum, nil, 0, valueStart, value.baseAddress!, value.count)
+            } else {
+                valueStart.copyMemory(from: value.baseAddress!, byteCount: value.count)
+            }
+        }
+        if !onePass {
+            checksum = lrd_crc32c(seed, keyStart, key.count + storedLength)
+        } else if flags != 0 {
+            checksum = lrd_crc32c(checksum, valueStart, storedLength)
         }
         // The record takes only the room of the stored form, even when LZ4's bound was reserved
         // (the rest stays free in front of the head).

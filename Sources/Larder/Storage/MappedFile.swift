@@ -135,6 +135,14 @@ final class MappedFile {
         return UnsafeMutableRawBufferPointer(start: base + offset, count: count)
     }
 
+    /// Whether `bytes` (anyone's memory) share an address with this mapping: bytes a caller
+    /// passes in may have been lent out of it.
+    @inline(__always)
+    func mapsAnyOf(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let start = bytes.baseAddress, bytes.count > 0 else { return false }
+        return start < UnsafeRawPointer(base) + mappedLength && UnsafeRawPointer(base) < start + bytes.count
+    }
+
     func zero(_ offset: Int, _ count: Int) {
         guard count > 0 else { return }
         precondition(contains(offset, count), "write outside the file")
