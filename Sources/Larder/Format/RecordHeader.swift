@@ -125,7 +125,9 @@ struct RecordHeader: Equatable {
         record.storeBytes(of: storedAt.littleEndian, toByteOffset: Field.storedAt, as: UInt64.self)
         record.storeBytes(of: (UInt64(dataChecksum) | UInt64(checksum) << 32).littleEndian,
                           toByteOffset: Field.dataChecksum, as: UInt64.self)
-        if isLive { _ = lrd_fetch_or_u64(record, Word0.liveBit.littleEndian) }
+        // A plain store, not a read-modify-write: until the record is live no one else writes
+        // its first word (a reader's access-bit swap expects the live bit).
+        if isLive { lrd_store_release_u64(record, (word0 | Word0.liveBit).littleEndian) }
     }
 
     /// Reads and checks the header at `offset`: magic, kind, header checksum, and that the record
