@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,5 +58,22 @@ int lrd_preallocate(int fd, uint64_t offset, uint64_t length) {
         int rc = posix_fallocate(fd, (off_t)offset, (off_t)length);
         if (rc != EINTR) return rc;
     }
+#endif
+}
+
+#if defined(__linux__) && !defined(MADV_POPULATE_WRITE)
+#define MADV_POPULATE_WRITE 23
+#endif
+
+int lrd_populate_for_writing(void *address, size_t length) {
+#if defined(__linux__)
+    for (;;) {
+        if (madvise(address, length, MADV_POPULATE_WRITE) == 0) return 0;
+        if (errno != EINTR) return errno;
+    }
+#else
+    (void)address;
+    (void)length;
+    return ENOTSUP;
 #endif
 }

@@ -137,6 +137,12 @@ int lrd_process_exists(int64_t pid);
  * when the range ends past it. Returns 0 or an errno value. */
 int lrd_preallocate(int fd, uint64_t offset, uint64_t length);
 
+/* Maps the pages of [address, address + length), part of a shared writable file mapping, ready
+ * for writing, as a write to each would, without writing (Linux 5.14 and later:
+ * madvise(MADV_POPULATE_WRITE)). Returns 0, or an errno value: ENOTSUP where there is no such
+ * call, EINVAL on an older kernel. A length of 0 only asks whether the call exists. */
+int lrd_populate_for_writing(void *address, size_t length);
+
 #ifdef __cplusplus
 }
 #endif

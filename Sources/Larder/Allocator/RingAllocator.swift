@@ -162,6 +162,7 @@ extension CacheStore {
     func advanceHead(past size: Int) {
         state.head += size
         state.spanBytes &+= size
+        pageWarmer?.headMoved(to: state.head)
     }
 
     /// Fills `[from, to)` at the head with a padding record and takes it into the span.

@@ -70,6 +70,9 @@ final class CacheStore {
     /// Set when `close()` begins: readers take no lock, and one still lending a value then must
     /// not give its pin back (see `unpin(_:)` in the reads).
     let closing = AtomicWord()
+    /// Maps fresh pages ahead of the head in the background (nil for read-only handles and where
+    /// the system cannot).
+    let pageWarmer: PageWarmer?
 
     var path: String { file.path }
     var capacity: Int { meta.capacity }
@@ -83,6 +86,7 @@ final class CacheStore {
         self.ringStart = FileLayout.dataStart(pageSize: meta.pageSize)
         self.layout = RingLayout(meta: meta, ringStart: ringStart)
         self.isReadOnly = readOnly
+        self.pageWarmer = readOnly ? nil : PageWarmer.warming(file)
         self.state = SharedState(file: file, pageSize: meta.pageSize)
         self.readers = ReaderTable(state: state, pageSize: meta.pageSize)
         self.publishedView = PublishedView(base: file.base, ringStart: ringStart, seed: meta.checksumSeed)

@@ -1,0 +1,80 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CLarderSupport
+import Dispatch
+
+/// Takes the page faults of fresh file pages off the writer.
+///
+/// The ring is a log: while the file grows, every record lands in pages this process has never
+/// mapped, and the first store to each page is a page fault (about a microsecond here, a quarter
+/// of a 1 KiB put). The warmer has a background job map the pages a little way ahead of the head
+/// ready for writing (`lrd_populate_for_writing`), so that the writer finds them mapped. Only
+/// pages the file gained while this process had it open are warmed, never more than `window`
+/// bytes ahead of the head: pages warmed but never written are written back as zeros, at most
+/// that much per process. Where the system has no such call, nothing happens.
+///
+/// Invariant: `warmedUpTo` only grows, and never beyond the file's length when it was set; every
+/// range handed to `schedule` ends there, and starts at or after the last range's end and the
+/// head, rounded down to a system page. Used by the writer, under the writer lock.
+final class PageWarmer {
+    /// How far ahead of the head pages are kept mapped.
+    static let window = 8 << 20
+
+    private let fileSize: () -> Int
+    private let schedule: (Range<Int>) -> Void
+    /// Offsets below this were mapped already, warmed, or are not fresh.
+    private(set) var warmedUpTo: Int
+
+    /// A warmer that calls `schedule` with the byte ranges to warm (tests record them).
+    init(fileSize: @escaping () -> Int, schedule: @escaping (Range<Int>) -> Void) {
+        self.fileSize = fileSize
+        self.warmedUpTo = fileSize()
+        self.schedule = schedule
+    }
+
+    /// A warmer for `file` whose jobs run on a background queue, or nil where the system cannot
+    /// map pages ahead.
+    static func warming(_ file: MappedFile) -> PageWarmer? {
+        guard !file.isReadOnly, lrd_populate_for_writing(file.base, 0) == 0 else { return nil }
+        return PageWarmer(fileSize: { file.size }, schedule: { range in
+            let job = WarmingJob(file: file, range: range)
+            DispatchQueue.global(qos: .utility).async { job.run() }
+        })
+    }
+
+    /// The head has moved to `head`: when it is within half a window of the warmed pages and the
+    /// file has fresh pages beyond them, warms the next stretch.
+    @inline(__always)
+    func headMoved(to head: Int) {
+        if head &+ PageWarmer.window / 2 > warmedUpTo { warmAhead(of: head) }
+    }
+
+    private static let systemPageSize = Int(getpagesize())
+
+    private func warmAhead(of head: Int) {
+        // From the page the head is in (the call takes whole pages; that one is mapped already).
+        let start = max(warmedUpTo, head) & ~(PageWarmer.systemPageSize - 1)
+        let end = min(fileSize(), head + PageWarmer.window)
+        guard end > warmedUpTo else { return }
+        warmedUpTo = end
+        schedule(start..<end)
+    }
+}
+
+/// A background job's hold on the mapping: the file object is kept alive (and so mapped) until
+/// the job ends, and the job touches nothing but the kernel's page tables.
+private struct WarmingJob: @unchecked Sendable {
+    let file: MappedFile
+    let range: Range<Int>
+
+    func run() {
+        // A failure (the file cut short by another process, memory pressure) leaves the pages to
+        // be faulted by the writer, as without the warmer.
+        _ = lrd_populate_for_writing(file.base + range.lowerBound, range.count)
+    }
+}

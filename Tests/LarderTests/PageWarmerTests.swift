@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+@testable import Larder
+
+/// The page warmer maps fresh file pages ahead of the head in the background. What it asks to
+/// warm must stay inside the file, ahead of the head and within its window, cover every fresh page
+/// the head walks into, and stop once the file stops growing.
+@Suite("Page warmer")
+struct PageWarmerTests {
+    /// A file that grows as a test says, and the ranges a warmer scheduled for it.
+    final class Recorder {
+        var fileSize: Int
+        var ranges: [Range<Int>] = []
+        init(fileSize: Int) { self.fileSize = fileSize }
+
+        func warmer() -> PageWarmer {
+            PageWarmer(fileSize: { self.fileSize }, schedule: { self.ranges.append($0) })
+        }
+    }
+
+    @Test func warmsOnlyFreshPagesAheadOfTheHeadAndCoversThemAll() {
+        let mib = 1 << 20
+        let recorder = Recorder(fileSize: 4 * mib)
+        let warmer = recorder.warmer()
+        // Pages the file had when the warmer started are not fresh.
+        for head in stride(from: 0, through: 4 * mib, by: 100_000) { warmer.headMoved(to: head) }
+        #expect(recorder.ranges.isEmpty)
+
+        // The file grows; the head walks through the new part in record-sized steps.
+        recorder.fileSize = 100 * mib
+        var head = 4 * mib
+        while head < 100 * mib {
+            head += 176
+            warmer.headMoved(to: head)
+            if let last = recorder.ranges.last {
+                #expect(last.upperBound <= recorder.fileSize)
+                #expect(last.upperBound - head <= PageWarmer.window)
+            }
+            // Never behind: the head is always inside what was warmed, once warming started.
+            if !recorder.ranges.isEmpty && head < 100 * mib { #expect(head < warmer.warmedUpTo) }
+        }
+        let pageSize = Int(getpagesize())
+        #expect(recorder.ranges.first?.lowerBound == 4 * mib)
+        #expect(recorder.ranges.last?.upperBound == 100 * mib)
+        for (earlier, later) in zip(recorder.ranges, recorder.ranges.dropFirst()) {
+            // Contiguous, up to the page the head was in when the next one started.
+            #expect(later.lowerBound <= earlier.upperBound && later.lowerBound > earlier.upperBound - pageSize)
+            #expect(later.lowerBound % pageSize == 0)
+        }
+        // Each range is a good part of a window, not a page at a time.
+        #expect(recorder.ranges.count <= 100 / 4 + 2)
+
+        // At its full size the ring wraps: the head is back among mapped pages, nothing to do.
+        let scheduled = recorder.ranges.count
+        for head in stride(from: 8192, through: 50 * mib, by: 4096) { warmer.headMoved(to: head) }
+        #expect(recorder.ranges.count == scheduled)
+    }
+
+    @Test func readOnlyHandlesWarmNothing() throws {
+        let directory = TemporaryDirectory()
+        let writer = try Cache(path: directory.path())
+        try writer.set([1], forKey: "a")
+        try writer.close()
+        let reader = try Cache(path: directory.path(), options: .init(readOnly: true))
+        #expect(reader.entry.store.pageWarmer == nil)
+        #expect(try reader.bytes(forKey: "a") == [1])
+    }
+
+    /// A fill that grows the file many times, with pages warmed behind the writer's back, reads
+    /// back every value, also after reopening.
+    @Test func aFillThatGrowsTheFileReadsBackWhole() throws {
+        let directory = TemporaryDirectory()
+        let count = 20_000
+        do {
+            let cache = try Cache(at: directory.path(), capacity: 256 << 20)
+            for index in 0..<count { try cache.set(pattern(index, count: 1_000 + index % 3_000), forKey: "k\(index)") }
+            for index in stride(from: 0, to: count, by: 7) {
+                #expect(try cache.bytes(forKey: "k\(index)") == pattern(index, count: 1_000 + index % 3_000))
+            }
+            try cache.close()
+        }
+        let reopened = try Cache(path: directory.path())
+        #expect(!reopened.wasRecovered)
+        #expect(reopened.count == count)
+        for index in stride(from: 3, to: count, by: 11) {
+            #expect(try reopened.bytes(forKey: "k\(index)") == pattern(index, count: 1_000 + index % 3_000))
+        }
+    }
+}
