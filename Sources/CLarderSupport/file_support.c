@@ -5,6 +5,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -76,4 +79,51 @@ int lrd_populate_for_writing(void *address, size_t length) {
     (void)length;
     return ENOTSUP;
 #endif
+}
+
+typedef struct {
+    uint8_t *address;
+    size_t length;
+    void (*done)(void *context);
+    void *context;
+} populate_job;
+
+static void *populate_run(void *argument) {
+    populate_job job = *(populate_job *)argument;
+    free(argument);
+    const size_t chunk = (size_t)1 << 20;
+    for (size_t at = 0; at < job.length; at += chunk) {
+        size_t length = job.length - at < chunk ? job.length - at : chunk;
+        /* A failure (the file cut short by another process, memory pressure) leaves the rest to
+         * be faulted by the writer. */
+        if (lrd_populate_for_writing(job.address + at, length) != 0) break;
+    }
+    job.done(job.context);
+    return NULL;
+}
+
+int lrd_populate_in_background(void *address, size_t length, void (*done)(void *context), void *context) {
+    populate_job *job = malloc(sizeof *job);
+    if (!job) return ENOMEM;
+    job->address = (uint8_t *)address;
+    job->length = length;
+    job->done = done;
+    job->context = context;
+    pthread_attr_t attributes;
+    int rc = pthread_attr_init(&attributes);
+    if (rc) {
+        free(job);
+        return rc;
+    }
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    /* The thread starts with every signal blocked: they stay the application's threads' to take. */
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    pthread_t thread;
+    rc = pthread_create(&thread, &attributes, populate_run, job);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    pthread_attr_destroy(&attributes);
+    if (rc) free(job);
+    return rc;
 }

@@ -143,6 +143,13 @@ int lrd_preallocate(int fd, uint64_t offset, uint64_t length);
  * call, EINVAL on an older kernel. A length of 0 only asks whether the call exists. */
 int lrd_populate_for_writing(void *address, size_t length);
 
+/* Runs lrd_populate_for_writing over [address, address + length) on a new detached thread (all
+ * signals blocked, 1 MiB per call so that the process's memory-map lock is never held long),
+ * then calls done(context) on that thread. A plain thread rather than a shared queue: it works
+ * the same in a child after fork. Returns 0 when the thread started (done will be called), else
+ * an errno value (done is not called). */
+int lrd_populate_in_background(void *address, size_t length, void (*done)(void *context), void *context);
+
 #ifdef __cplusplus
 }
 #endif

@@ -180,6 +180,8 @@ extension CacheStore {
         let target = min(capacity, FileLayout.alignUp(max(needed, ringEnd + step), pageSize))
         try file.grow(to: target)
         meta.fileSize = target
+        // The put that grows the file writes at the head next: warming starts before it does.
+        pageWarmer?.headMoved(to: state.head)
         // During recovery, before the index is placed, the meta page is not yet valid; recovery's
         // own final write records the size.
         if meta.activeIndex.exists { try writeMeta() }

@@ -6,14 +6,13 @@ import Glibc
 import Musl
 #endif
 import CLarderSupport
-import Dispatch
 
 /// Takes the page faults of fresh file pages off the writer.
 ///
 /// The ring is a log: while the file grows, every record lands in pages this process has never
 /// mapped, and the first store to each page is a page fault (about a microsecond here, a quarter
 /// of a 1 KiB put). The warmer has a background job map the pages a little way ahead of the head
-/// ready for writing (`lrd_populate_for_writing`), so that the writer finds them mapped. Only
+/// ready for writing (`lrd_populate_in_background`), so that the writer finds them mapped. Only
 /// pages the file gained while this process had it open are warmed, never more than `window`
 /// bytes ahead of the head: pages warmed but never written are written back as zeros, at most
 /// that much per process. Where the system has no such call, nothing happens.
@@ -37,44 +36,54 @@ final class PageWarmer {
         self.schedule = schedule
     }
 
-    /// A warmer for `file` whose jobs run on a background queue, or nil where the system cannot
+    /// A warmer for `file` whose jobs run on threads of their own, or nil where the system cannot
     /// map pages ahead.
     static func warming(_ file: MappedFile) -> PageWarmer? {
         guard !file.isReadOnly, lrd_populate_for_writing(file.base, 0) == 0 else { return nil }
-        return PageWarmer(fileSize: { file.size }, schedule: { range in
-            let job = WarmingJob(file: file, range: range)
-            DispatchQueue.global(qos: .utility).async { job.run() }
-        })
+        return PageWarmer(fileSize: { file.size }, schedule: { range in WarmingJob.start(file, range) })
     }
 
-    /// The head has moved to `head`: when it is within half a window of the warmed pages and the
-    /// file has fresh pages beyond them, warms the next stretch.
+    /// Warming jobs started and not yet finished, in this process (tests wait for them).
+    static let jobsRunning = AtomicWord()
+
+    /// The head has moved to `head` (or the file has grown in front of it): when the head is
+    /// within half a window of the warmed pages and the file has fresh pages beyond them, warms
+    /// the next stretch.
     @inline(__always)
     func headMoved(to head: Int) {
         if head &+ PageWarmer.window / 2 > warmedUpTo { warmAhead(of: head) }
     }
 
-    private static let systemPageSize = Int(getpagesize())
+    private let systemPageSize = Int(getpagesize())
 
     private func warmAhead(of head: Int) {
-        // From the page the head is in (the call takes whole pages; that one is mapped already).
-        let start = max(warmedUpTo, head) & ~(PageWarmer.systemPageSize - 1)
         let end = min(fileSize(), head + PageWarmer.window)
         guard end > warmedUpTo else { return }
+        // From the page the head is in (the call takes whole pages; that one is mapped already).
+        let start = max(warmedUpTo, head) & ~(systemPageSize - 1)
         warmedUpTo = end
         schedule(start..<end)
     }
 }
 
-/// A background job's hold on the mapping: the file object is kept alive (and so mapped) until
-/// the job ends, and the job touches nothing but the kernel's page tables.
-private struct WarmingJob: @unchecked Sendable {
+/// A job's hold on the mapping: the file object is kept alive (and so mapped) until the job's
+/// thread ends, and that thread touches nothing but the kernel's page tables.
+private final class WarmingJob {
     let file: MappedFile
-    let range: Range<Int>
 
-    func run() {
-        // A failure (the file cut short by another process, memory pressure) leaves the pages to
-        // be faulted by the writer, as without the warmer.
-        _ = lrd_populate_for_writing(file.base + range.lowerBound, range.count)
+    private init(file: MappedFile) { self.file = file }
+
+    static func start(_ file: MappedFile, _ range: Range<Int>) {
+        let job = Unmanaged.passRetained(WarmingJob(file: file))
+        _ = lrd_fetch_add_u64(PageWarmer.jobsRunning.pointer, 1)
+        let rc = lrd_populate_in_background(file.base + range.lowerBound, range.count, { context in
+            Unmanaged<WarmingJob>.fromOpaque(context!).release()
+            _ = lrd_fetch_add_u64(PageWarmer.jobsRunning.pointer, UInt64.max)
+        }, job.toOpaque())
+        if rc != 0 {
+            // No thread (resources exhausted): the writer faults the pages itself.
+            job.release()
+            _ = lrd_fetch_add_u64(PageWarmer.jobsRunning.pointer, UInt64.max)
+        }
     }
 }
