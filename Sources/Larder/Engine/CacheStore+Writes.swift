@@ -25,11 +25,11 @@ extension CacheStore {
         let keyStart = record + RecordHeader.size
         let valueStart = keyStart + key.count
         // The checksum is of the bytes as they lie in the record: computed from the words copied
-        // there (one pass), or read back from the record for a compressed value and for bytes
-        // that come out of this very map (lent by `withValue` of another handle on the file),
-        // which are moved as memmove does, whatever the overlap.
+        // there (one pass), or (nil) read back from the record for a compressed value and for
+        // bytes that come out of this very map (lent by `withValue` of another handle on the
+        // file), which are moved as memmove does, whatever the overlap.
         let onePass = !file.mapsAnyOf(key) && !file.mapsAnyOf(value)
-        var checksum = seed
+        var checksum: UInt32?
         if onePass {
             checksum = lrd_crc32c_then_copy(seed, nil, 0, keyStart, key.baseAddress!, key.count)
         } else {
@@ -40,18 +40,15 @@ extension CacheStore {
         if compressing, let compressed = LZ4Codec.compress(value, into: UnsafeMutableRawBufferPointer(start: valueStart, count: size - RecordHeader.size - key.count)) {
             storedLength = compressed
             flags = RecordHeader.compressedFlag
+            checksum = nil
         } else if value.count > 0 {
-            if onePass {
-                checksum = lrd_crc32c_then_copy(checksum, nil, 0, valueStart, value.baseAddress!, value.count)
+            if let keyChecksum = checksum {
+                checksum = lrd_crc32c_then_copy(keyChecksum, nil, 0, valueStart, value.baseAddress!, value.count)
             } else {
                 valueStart.copyMemory(from: value.baseAddress!, byteCount: value.count)
             }
         }
-        if !onePass {
-            checksum = lrd_crc32c(seed, keyStart, key.count + storedLength)
-        } else if flags != 0 {
-            checksum = lrd_crc32c(checksum, valueStart, storedLength)
-        }
+        let dataChecksum = checksum ?? lrd_crc32c(seed, keyStart, key.count + storedLength)
         // The record takes only the room of the stored form, even when LZ4's bound was reserved
         // (the rest stays free in front of the head).
         size = RecordHeader.entrySize(keyLength: key.count, storedLength: storedLength)
@@ -59,7 +56,7 @@ extension CacheStore {
         let header = RecordHeader(
             kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: storedLength,
             rawLength: value.count, sequence: takeSequence(), expiresAt: expiry.deadline(now: now),
-            storedAt: now, dataChecksum: checksum)
+            storedAt: now, dataChecksum: dataChecksum)
         header.write(to: file, at: offset, seed: seed)
         advanceHead(past: size)
 

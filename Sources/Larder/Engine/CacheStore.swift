@@ -86,7 +86,7 @@ final class CacheStore {
         self.ringStart = FileLayout.dataStart(pageSize: meta.pageSize)
         self.layout = RingLayout(meta: meta, ringStart: ringStart)
         self.isReadOnly = readOnly
-        self.pageWarmer = readOnly ? nil : PageWarmer.warming(file)
+        self.pageWarmer = PageWarmer.warming(file)
         self.state = SharedState(file: file, pageSize: meta.pageSize)
         self.readers = ReaderTable(state: state, pageSize: meta.pageSize)
         self.publishedView = PublishedView(base: file.base, ringStart: ringStart, seed: meta.checksumSeed)

@@ -25,6 +25,7 @@ final class PageWarmer {
     static let window = 8 << 20
 
     private let fileSize: () -> Int
+    private let systemPageSize = Int(getpagesize())
     private let schedule: (Range<Int>) -> Void
     /// Offsets below this were mapped already, warmed, or are not fresh.
     private(set) var warmedUpTo: Int
@@ -53,8 +54,6 @@ final class PageWarmer {
     func headMoved(to head: Int) {
         if head &+ PageWarmer.window / 2 > warmedUpTo { warmAhead(of: head) }
     }
-
-    private let systemPageSize = Int(getpagesize())
 
     private func warmAhead(of head: Int) {
         let end = min(fileSize(), head + PageWarmer.window)
