@@ -156,6 +156,38 @@ struct DamagedFileTests {
         #expect(cache.stats.storedBytes > 0)
     }
 
+    /// A clean file whose index has no empty slot left, although its entry count says there is
+    /// room (a hostile file: the slots are not checksummed, the count is): a write rebuilds the
+    /// index from the records and loses nothing. Before, the insert trapped ("hash table full").
+    /// With 385 entries the index has just doubled, and the write meets the full table while
+    /// moving slots out of the old one.
+    @Test(arguments: [10, 385])
+    func anIndexWithNoRoomLeftIsRebuiltByTheNextWrite(entries: Int) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeCache(path, entries: entries)
+        try rewrite(path) { bytes in
+            let meta = (0..<FileLayout.metaPageCount)
+                .compactMap { copy in try? Array(bytes[(copy * 4096)..<(copy * 4096 + Meta.encodedSize)]).withUnsafeBytes { Meta.decode($0) }.get() }
+                .max { $0.sequence < $1.sequence }!
+            #expect(meta.drainingIndex.exists == (entries == 385))
+            // Every slot an entry of its own tag, pointing into the header pages (never a record).
+            let slots = meta.activeIndex.offset + IndexSegment.slotsOffset
+            for index in 0..<meta.activeIndex.slotCount {
+                let slot = HashTable.slot(tag: UInt32(index + 1), offset: 4096)
+                for byte in 0..<8 { bytes[slots + 8 * index + byte] = UInt8(truncatingIfNeeded: slot >> (8 * byte)) }
+            }
+        }
+        let cache = try Cache(path: path)
+        try cache.set(VersionedValue.make(key: entries, version: 1), forKey: "k\(entries)")
+        #expect(cache.stats.recoveries == 1)
+        #expect(cache.stats.entryCount == entries + 1)
+        for key in 0...entries {
+            let value = try #require(try cache.bytes(forKey: "k\(key)"), "k\(key)")
+            #expect(VersionedValue.check(value, key: key) == 1)
+        }
+    }
+
     @Test func damageWhereTheTailStandsIsRepairedAndWritesGoOn() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()

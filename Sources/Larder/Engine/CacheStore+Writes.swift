@@ -73,10 +73,14 @@ extension CacheStore {
             state.liveStoredBytes &-= old.header.storedLength
             state.liveRecordBytes &-= old.header.totalSize
             state.add(1, to: .updates)
-        } else {
-            active.insert(slot)
+        } else if active.insert(slot) != nil {
             state.entryCount &+= 1
             state.add(1, to: .inserts)
+        } else {
+            // No empty slot although the count says there is room: the index is damaged (a
+            // hostile file). Recovery makes a new one from the records, this one among them.
+            try rebuild()
+            return
         }
         state.liveRawBytes &+= value.count
         state.liveStoredBytes &+= storedLength

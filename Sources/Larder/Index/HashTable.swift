@@ -93,10 +93,10 @@ struct HashTable {
         return nil
     }
 
-    /// Puts `slot` in the first empty slot of its probe sequence. The table must have room
-    /// (callers keep the load under `loadLimit`).
-    @discardableResult
-    func insert(_ slot: UInt64) -> Int {
+    /// Puts `slot` in the first empty slot of its probe sequence, and returns that slot's index.
+    /// Callers keep the load under `loadLimit`, so nil (no empty slot) means a damaged table: a
+    /// hostile file's slots that the entry count does not account for.
+    func insert(_ slot: UInt64) -> Int? {
         var index = home(ofTag: HashTable.tag(of: slot))
         for _ in 0..<slotCount {
             if self[index] == HashTable.empty {
@@ -105,7 +105,7 @@ struct HashTable {
             }
             index &+= 1
         }
-        preconditionFailure("hash table full")
+        return nil
     }
 
     /// Empties slot `index` and shifts later members of its cluster back, so that lookups never

@@ -84,7 +84,13 @@ extension CacheStore {
                     state.beginIndexChange()
                     moving = true
                 }
-                active.insert(slot)
+                guard active.insert(slot) != nil else {
+                    // The active table is full of slots the count does not know: a damaged index
+                    // (a hostile file), which recovery makes anew from the records.
+                    state.endIndexChange()
+                    try rebuild()
+                    return
+                }
                 old.removeLeavingTombstone(at: cursor)
             }
             cursor += 1

@@ -106,9 +106,12 @@ extension CacheStore {
             RecordHeader.markDead(in: file, at: rival.offset)
             uncount(rival.header)
             scratch.replace(at: index, with: slot)
-        } else {
-            scratch.insert(slot)
+        } else if scratch.insert(slot) {
             state.entryCount &+= 1
+        } else {
+            // More entries than the largest index holds: the surplus is dropped.
+            RecordHeader.markDead(in: file, at: offset)
+            return
         }
         state.liveRawBytes &+= header.rawLength
         state.liveStoredBytes &+= header.storedLength
@@ -192,8 +195,8 @@ extension CacheStore {
         let limit = active.loadLimit
         var placed = 0
         scratch.forEachSlot { slot in
-            if placed < limit {
-                active.insert(slot)
+            // Below the limit, the table just cleared has room.
+            if placed < limit, active.insert(slot) != nil {
                 placed += 1
             } else if let header = entryHeader(at: HashTable.offset(of: slot)) {
                 // More entries than the largest allowed index holds: the surplus is dropped.

@@ -15,19 +15,24 @@ final class ScratchTable {
         memory.deallocate()
     }
 
-    /// Adds a slot, doubling first when the table would pass its load limit.
-    func insert(_ slot: UInt64) {
-        if count + 1 > table.loadLimit && table.slotCount < HashTable.maximumSlotCount {
+    /// Adds a slot, doubling first when the table would pass its load limit. Returns false when
+    /// the table may grow no more and is at its limit (as many entries as the largest index holds).
+    func insert(_ slot: UInt64) -> Bool {
+        if count + 1 > table.loadLimit {
+            guard table.slotCount < HashTable.maximumSlotCount else { return false }
             let bigger = UnsafeMutablePointer<UInt64>.allocate(capacity: table.slotCount * 2)
             bigger.initialize(repeating: HashTable.empty, count: table.slotCount * 2)
             let grown = HashTable(slots: bigger, slotCount: table.slotCount * 2)
-            forEachSlot { grown.insert($0) }
+            // Half full at most: every slot finds room.
+            forEachSlot { _ = grown.insert($0) }
             memory.deallocate()
             memory = bigger
             table = grown
         }
-        table.insert(slot)
+        // Under the load limit: there is an empty slot.
+        _ = table.insert(slot)
         count += 1
+        return true
     }
 
     func replace(at index: Int, with slot: UInt64) {
