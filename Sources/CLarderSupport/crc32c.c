@@ -52,15 +52,9 @@ typedef uint64_t chain;
 #define CRC16(crc, half) _mm_crc32_u16((crc), (half))
 #define CRC8(crc, byte) _mm_crc32_u8((crc), (byte))
 
-static int hardware_available(void) {
-    static int cached = -1;
-    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-    }
-    return v;
+static int probe_hardware(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("sse4.2");
 }
 #elif defined(__aarch64__)
 #include <arm_acle.h>
@@ -77,21 +71,27 @@ typedef uint32_t chain;
 #define CRC16(crc, half) __crc32ch((crc), (half))
 #define CRC8(crc, byte) __crc32cb((crc), (byte))
 
-static int hardware_available(void) {
+static int probe_hardware(void) {
 #if defined(__APPLE__)
     return 1; /* every Apple arm64 CPU has the CRC extension */
 #elif defined(__linux__)
-    static int cached = -1;
-    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (v < 0) {
-        v = (getauxval(AT_HWCAP) & HWCAP_CRC32) ? 1 : 0;
-        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-    }
-    return v;
+    return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
 #else
     return 0;
 #endif
 }
+#endif
+
+#if defined(HARDWARE)
+/* Whether the CPU has the instructions, asked when the library is loaded: the checksum functions
+ * then test a plain flag, and save no registers for a question on their usual path. */
+static int hardware_present;
+
+__attribute__((constructor)) static void probe_hardware_at_load(void) {
+    hardware_present = probe_hardware() ? 1 : 0;
+}
+
+static inline int hardware_available(void) { return hardware_present; }
 #endif
 
 #if defined(HARDWARE)
@@ -286,6 +286,18 @@ HARDWARE static ALWAYS_INLINE uint32_t crc_blocks(uint32_t crc, int copy, uint8_
     /* The rest in one chain; when copying, each piece is stored from the register it was
      * checksummed from, so the checksum is of the bytes copied. */
     chain c = crc;
+    /* Four words a step: the loop's own count and branch cost as much as a word's checksum. */
+    for (; n >= 32; n -= 32, p += 32) {
+        uint64_t w0 = load64(p), w1 = load64(p + 8), w2 = load64(p + 16), w3 = load64(p + 24);
+        c = CRC64(CRC64(CRC64(CRC64(c, w0), w1), w2), w3);
+        if (copy) {
+            memcpy(d, &w0, 8);
+            memcpy(d + 8, &w1, 8);
+            memcpy(d + 16, &w2, 8);
+            memcpy(d + 24, &w3, 8);
+            d += 32;
+        }
+    }
     for (; n >= 8; n -= 8, p += 8) {
         uint64_t w = load64(p);
         c = CRC64(c, w);
@@ -359,11 +371,19 @@ static uint32_t header_crc_hardware(uint32_t crc, const uint8_t *h) {
 static int hardware_available(void) { return 0; }
 #endif
 
+/* The entry points below test for the hardware and make one call either way: the test, the
+ * complements and the call are all a 100-byte read pays besides the checksum itself. */
+
 uint32_t lrd_crc32c(uint32_t crc, const void *data, size_t length) {
     const uint8_t *p = (const uint8_t *)data;
-    crc = ~crc;
-    crc = hardware_available() ? crc_hardware(crc, p, length) : crc_software(crc, p, length);
-    return ~crc;
+    return ~(hardware_available() ? crc_hardware(~crc, p, length) : crc_software(~crc, p, length));
+}
+
+static __attribute__((noinline)) uint32_t crc_then_copy_software(uint32_t crc, const uint8_t *q, size_t q_length,
+                                                                 uint8_t *d, const uint8_t *p, size_t n) {
+    crc = crc_software(crc, q, q_length);
+    memcpy(d, p, n);
+    return crc_software(crc, d, n);
 }
 
 uint32_t lrd_crc32c_then_copy(uint32_t crc, const void *prefix, size_t prefix_length,
@@ -371,26 +391,17 @@ uint32_t lrd_crc32c_then_copy(uint32_t crc, const void *prefix, size_t prefix_le
     const uint8_t *q = (const uint8_t *)prefix;
     uint8_t *d = (uint8_t *)destination;
     const uint8_t *p = (const uint8_t *)source;
-    crc = ~crc;
-    if (hardware_available()) {
-        crc = crc_then_copy_hardware(crc, q, prefix_length, d, p, length);
-    } else {
-        crc = crc_software(crc, q, prefix_length);
-        memcpy(d, p, length);
-        crc = crc_software(crc, d, length);
-    }
-    return ~crc;
+    return ~(hardware_available() ? crc_then_copy_hardware(~crc, q, prefix_length, d, p, length)
+                                  : crc_then_copy_software(~crc, q, prefix_length, d, p, length));
+}
+
+static __attribute__((noinline)) uint32_t header_crc_software(uint32_t crc, const uint8_t *h) {
+    return crc_software(crc_software(crc, h, 4), h + 6, 38);
 }
 
 uint32_t lrd_crc32c_record_header(uint32_t crc, const void *header) {
     const uint8_t *h = (const uint8_t *)header;
-    crc = ~crc;
-    if (hardware_available()) {
-        crc = header_crc_hardware(crc, h);
-    } else {
-        crc = crc_software(crc_software(crc, h, 4), h + 6, 38);
-    }
-    return ~crc;
+    return ~(hardware_available() ? header_crc_hardware(~crc, h) : header_crc_software(~crc, h));
 }
 
 int lrd_crc32c_allow_folding(int allowed) {
