@@ -175,9 +175,9 @@ public func larderStats(_ db: UnsafeMutablePointer<larder>?, _ out: UnsafeMutabl
         let stats = cache.stats
         var filled = larder_stats(
             struct_size: UInt32(min(size, MemoryLayout<larder_stats>.size)), reserved: 0,
-            entries: UInt64(stats.entryCount), live_bytes: UInt64(stats.liveBytes),
-            stored_bytes: UInt64(stats.storedBytes), file_bytes: UInt64(stats.fileBytes),
-            capacity_bytes: UInt64(stats.capacity), hits: stats.hits, misses: stats.misses,
+            entries: UInt64(clamping: stats.entryCount), live_bytes: UInt64(clamping: stats.liveBytes),
+            stored_bytes: UInt64(clamping: stats.storedBytes), file_bytes: UInt64(clamping: stats.fileBytes),
+            capacity_bytes: UInt64(clamping: stats.capacity), hits: stats.hits, misses: stats.misses,
             inserts: stats.inserts, evictions: stats.evictions, expirations: stats.expirations,
             updates: stats.updates, removals: stats.removals, relocations: stats.relocations,
             recoveries: stats.recoveries)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import Larder
+import CLarderSupport
+@_spi(Inspection) @testable import Larder
 import larder_fuzz
 
 /// A damaged or hostile file is input: it gets an error or a repair, never a crash or a wrong value.
@@ -28,6 +29,32 @@ struct DamagedFileTests {
             encoded.withUnsafeMutableBytes { meta.encode(into: $0) }
             bytes.replaceSubrange((copy * 4096)..<(copy * 4096 + Meta.encodedSize), with: encoded)
         }
+    }
+
+    /// The meta copy a reader takes: the valid one with the higher sequence.
+    private func newestMeta(_ bytes: [UInt8]) -> Meta {
+        (0..<FileLayout.metaPageCount)
+            .compactMap { copy in try? Array(bytes[(copy * 4096)..<(copy * 4096 + Meta.encodedSize)]).withUnsafeBytes { Meta.decode($0) }.get() }
+            .max { $0.sequence < $1.sequence }!
+    }
+
+    private func store(_ value: UInt64, at offset: Int, in bytes: inout [UInt8]) {
+        for byte in 0..<8 { bytes[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * byte)) }
+    }
+
+    /// The offset of the record header in front of the only occurrence of `key` in the file.
+    private func recordOffset(ofKey key: String, in bytes: [UInt8]) -> Int {
+        let pattern = Array(key.utf8)
+        let start = (0...(bytes.count - pattern.count)).first { bytes[$0..<($0 + pattern.count)].elementsEqual(pattern) }!
+        return start - RecordHeader.size
+    }
+
+    /// Recomputes the header checksum of the record at `offset` after a change to its fields:
+    /// a hostile header that passes every check but its values.
+    private func resealHeader(at offset: Int, in bytes: inout [UInt8]) {
+        let seed = newestMeta(bytes).checksumSeed
+        let checksum = bytes.withUnsafeBytes { lrd_crc32c_record_header(seed, $0.baseAddress! + offset) }
+        for byte in 0..<4 { bytes[offset + 44 + byte] = UInt8(truncatingIfNeeded: checksum >> (8 * byte)) }
     }
 
     private func expectError(_ code: LarderError.Code, opening path: String, readOnly: Bool = false) {
@@ -167,15 +194,12 @@ struct DamagedFileTests {
         let path = directory.path()
         try makeCache(path, entries: entries)
         try rewrite(path) { bytes in
-            let meta = (0..<FileLayout.metaPageCount)
-                .compactMap { copy in try? Array(bytes[(copy * 4096)..<(copy * 4096 + Meta.encodedSize)]).withUnsafeBytes { Meta.decode($0) }.get() }
-                .max { $0.sequence < $1.sequence }!
+            let meta = newestMeta(bytes)
             #expect(meta.drainingIndex.exists == (entries == 385))
             // Every slot an entry of its own tag, pointing into the header pages (never a record).
             let slots = meta.activeIndex.offset + IndexSegment.slotsOffset
             for index in 0..<meta.activeIndex.slotCount {
-                let slot = HashTable.slot(tag: UInt32(index + 1), offset: 4096)
-                for byte in 0..<8 { bytes[slots + 8 * index + byte] = UInt8(truncatingIfNeeded: slot >> (8 * byte)) }
+                store(HashTable.slot(tag: UInt32(index + 1), offset: 4096), at: slots + 8 * index, in: &bytes)
             }
         }
         let cache = try Cache(path: path)
@@ -186,6 +210,102 @@ struct DamagedFileTests {
             let value = try #require(try cache.bytes(forKey: "k\(key)"), "k\(key)")
             #expect(VersionedValue.check(value, key: key) == 1)
         }
+    }
+
+    /// Sequence numbers at the end of 64 bits in the shared state (a clean file) or in a record
+    /// header (a file to recover): the writer would count past them and trap. The state is
+    /// implausible and rebuilt; the record is not valid and dropped; nothing else is lost.
+    @Test(arguments: ["state", "record"])
+    func sequenceNumbersThatCannotBeCountedOnAreNotTrusted(place: String) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeCache(path)
+        try rewrite(path) { bytes in
+            if place == "state" {
+                store(.max, at: 2 * 4096 + 216, in: &bytes)
+            } else {
+                let offset = recordOffset(ofKey: "k7", in: bytes)
+                store(.max, at: offset + RecordHeader.Field.sequence, in: &bytes)
+                resealHeader(at: offset, in: &bytes)
+                bytes[2 * 4096 + 12] = 0 // the clean flag: recovery runs
+            }
+        }
+        let cache = try Cache(path: path)
+        #expect(cache.wasRecovered)
+        for key in 0..<200 where place == "state" || key != 7 {
+            let value = try #require(try cache.bytes(forKey: "k\(key)"), "k\(key)")
+            #expect(VersionedValue.check(value, key: key) == 1)
+        }
+        for key in 0..<200 { try cache.set(VersionedValue.make(key: key, version: 2), forKey: "k\(key)") }
+        try expectOnlyValidValues(cache)
+    }
+
+    /// Readers accept keys of up to 65,535 bytes (FORMAT.md 1.3) although writers write at most
+    /// 4,096: enumerating such a record copied its key into a 4 KiB buffer (a trap; in a build
+    /// without checks, a heap overflow).
+    @Test func aRecordWithAKeyLongerThanWritersWriteIsEnumeratedSafely() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(at: path, capacity: 2 << 20)
+        for key in 0..<10 { try cache.set([UInt8](repeating: UInt8(key), count: 2000), forKey: "long-key-\(key)") }
+        try cache.close()
+        try rewrite(path) { bytes in
+            let offset = recordOffset(ofKey: "long-key-3", in: bytes)
+            // Key length 5,000: the record now runs over its successors, within the file.
+            bytes[offset + RecordHeader.Field.keyLength] = 0x88
+            bytes[offset + RecordHeader.Field.keyLength + 1] = 0x13
+            resealHeader(at: offset, in: &bytes)
+        }
+        let reopened = try Cache(path: path)
+        var lengths: [Int] = []
+        try reopened.forEachEntry { key, _ in
+            lengths.append(key.count)
+            return true
+        }
+        #expect(lengths.contains(5000))
+        #expect(try reopened.bytes(forKey: "long-key-3") == nil)
+        #expect(try reopened.bytes(forKey: "long-key-4") == [UInt8](repeating: 4, count: 2000))
+    }
+
+    /// A clean file whose entry count is lower than its index holds: removals take the count
+    /// below zero, which `removeAll` turned into a trap when adding it to the statistics.
+    @Test func anEntryCountTooLowInACleanFileNeverTraps() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeCache(path, entries: 20)
+        try rewrite(path) { bytes in store(0, at: 2 * 4096 + 224, in: &bytes) }
+        let cache = try Cache(path: path)
+        #expect(try cache.removeValue(forKey: "k3"))
+        try cache.removeAll()
+        #expect(try cache.bytes(forKey: "k4") == nil)
+        try cache.set(VersionedValue.make(key: 4, version: 2), forKey: "k4")
+        #expect(VersionedValue.check(try #require(try cache.bytes(forKey: "k4")), key: 4) == 2)
+    }
+
+    /// A clean file with an odd index epoch (a rearrangement in progress, which no clean file can
+    /// have): every miss waited five seconds for it to end. The sole writer's open ends it.
+    @Test func anOddIndexEpochInACleanFileIsEndedAtOpen() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeCache(path)
+        try rewrite(path) { bytes in store(41, at: 2 * 4096 + 272, in: &bytes) }
+        let cache = try Cache(path: path)
+        #expect(!cache.wasRecovered)
+        let epoch = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))[(2 * 4096 + 272)..<(2 * 4096 + 280)]
+            .withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+        #expect(epoch == 42)
+        #expect(try cache.bytes(forKey: "absent") == nil)
+    }
+
+    /// The inspector (`larder info`, `verify`, `dump`) on a file cut short before its data area:
+    /// an empty ring, not a reversed range (a trap).
+    @Test func theInspectorTakesAFileCutShortBeforeItsDataArea() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeCache(path)
+        try rewrite(path) { bytes in bytes.removeSubrange((3 * 4096 - 1000)...) }
+        let inspector = try FileInspector(path: path)
+        #expect(inspector.walk().entries.isEmpty)
     }
 
     @Test func damageWhereTheTailStandsIsRepairedAndWritesGoOn() throws {
@@ -225,6 +345,9 @@ struct DamagedFileTests {
             { $0.pageSize = 3000 }, { $0.capacity = 1 << 50 }, { $0.fileSize = $0.capacity + 4096 },
             { $0.fileSize = 4096 }, { $0.activeIndex.offset = 1 << 40 }, { $0.activeIndex.slotCount = 1000 },
             { $0.activeIndex = .none }, { $0.drainingIndex = IndexLocation(offset: 4096 * 3 + 1, slotCount: 512) },
+            // Numbers that a writer would count on from, or add to, past the end of 64 bits.
+            { $0.sequence = .max }, { $0.firstValidSequence = .max },
+            { $0.activeIndex.offset = 0x7FFF_FFFF_FFFF_F000 },
         ]
         for (index, change) in changes.enumerated() {
             let directory = TemporaryDirectory()

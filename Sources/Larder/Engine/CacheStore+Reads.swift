@@ -243,7 +243,8 @@ extension CacheStore {
     func forEachEntry(_ body: (UnsafeRawBufferPointer, RecordHeader) throws -> Bool) throws(LarderError) -> Result<Void, any Error> {
         try checkOpen()
         let now = SystemCall.nowMilliseconds()
-        let key = UnsafeMutableRawBufferPointer.allocate(byteCount: CacheStore.maximumKeyLength, alignment: 16)
+        // Room for any key a record can hold (readers accept longer keys than writers write).
+        let key = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(UInt16.max), alignment: 16)
         defer { key.deallocate() }
         for table in [active] + (draining.map { [$0] } ?? []) {
             for index in 0..<table.slotCount {

@@ -132,7 +132,7 @@ extension CacheStore {
         state.endIndexChange()
         try writeMeta(durable: true)
         if oldDraining.exists { RecordHeader.markDead(in: file, at: oldDraining.offset) }
-        state.add(UInt64(state.entryCount), to: .removals)
+        state.add(UInt64(clamping: state.entryCount), to: .removals)
         state.entryCount = 0
         state.liveRawBytes = 0
         state.liveStoredBytes = 0

@@ -259,9 +259,12 @@ final class CacheStore {
         if !usable {
             try store.rebuild()
             store.recoveredOnOpen = true
-        } else if metaChanged {
-            try store.writeMeta()
+            return store
         }
+        // A clean file's index is whole, whatever its epoch says: an odd one (a hostile file) would
+        // make every miss wait out the readers' patience. The epoch moves on, never back.
+        if store.state.indexEpoch & 1 != 0 { store.state.endIndexChange() }
+        if metaChanged { try store.writeMeta() }
         return store
     }
 
@@ -355,6 +358,7 @@ final class CacheStore {
         return head >= ringStart && head <= ringEnd && tail >= ringStart && tail <= ringEnd
             && head & aligned == 0 && tail & aligned == 0 && span >= 0 && span <= ringEnd - ringStart
             && state.migrationCursor >= 0 && state.migrationCursor <= (draining?.slotCount ?? 0)
+            && state.nextSequence < RecordHeader.sequenceLimit
             && liveBytes >= 0 && liveBytes <= span && entries >= 0 && entries <= liveBytes / RecordHeader.size
             && state.liveRawBytes >= 0 && state.liveStoredBytes >= 0 && state.liveStoredBytes <= liveBytes
     }

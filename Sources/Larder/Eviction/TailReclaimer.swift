@@ -107,7 +107,9 @@ extension CacheStore {
 
     func takeSequence() -> UInt64 {
         let sequence = state.nextSequence
-        state.nextSequence = sequence + 1
+        // Below the limit when the file was opened; wrapping, if another process broke that,
+        // voids records instead of trapping.
+        state.nextSequence = sequence &+ 1
         return sequence
     }
 }

@@ -113,13 +113,16 @@ struct Meta: Equatable {
         guard fileSize > dataStart, fileSize <= capacity, fileSize % pageSize == 0 else {
             return "file size \(fileSize) is out of range"
         }
+        guard sequence < RecordHeader.sequenceLimit, firstValidSequence < RecordHeader.sequenceLimit else {
+            return "sequence \(sequence) or first valid sequence \(firstValidSequence) is out of range"
+        }
         for (name, index) in [("active", activeIndex), ("draining", drainingIndex)] {
             if name == "active" && !index.exists { return "no active index" }
             guard index.exists else { continue }
             guard index.offset >= dataStart, index.offset % pageSize == 0,
                   index.slotCount >= HashTable.minimumSlotCount, index.slotCount <= HashTable.maximumSlotCount,
                   index.slotCount & (index.slotCount - 1) == 0,
-                  index.offset + IndexSegment.byteCount(slotCount: index.slotCount, pageSize: pageSize) <= fileSize else {
+                  index.offset <= fileSize - IndexSegment.byteCount(slotCount: index.slotCount, pageSize: pageSize) else {
                 return "\(name) index (offset \(index.offset), \(index.slotCount) slots) is out of range"
             }
         }

@@ -42,6 +42,9 @@ struct RecordHeader: Equatable {
 
     static let size = 48
     static let magic: UInt16 = 0x524C
+    /// Record and meta sequence numbers stay below this (2^62: ten million writes a second for
+    /// fourteen thousand years), so that a hostile file's numbers can always be counted on from.
+    static let sequenceLimit: UInt64 = 1 << 62
     static let paddingSize = 16
     static let compressedFlag: UInt8 = 1
 
@@ -176,7 +179,7 @@ struct RecordHeader: Equatable {
                 expiresAt: field(Field.expiresAt, UInt64.self),
                 storedAt: field(Field.storedAt, UInt64.self),
                 dataChecksum: field(Field.dataChecksum, UInt32.self))
-            guard offset + header.totalSize <= limit else { return nil }
+            guard offset + header.totalSize <= limit, header.sequence < sequenceLimit else { return nil }
             if kind == .entry {
                 guard header.keyLength > 0 else { return nil }
                 guard header.isCompressed || header.rawLength == header.storedLength else { return nil }

@@ -48,7 +48,8 @@
         let mapped = try MappedFile(descriptor, readOnly: true, mappedLength: diskSize)
         owned = true
         file = mapped
-        ringEnd = min(meta.fileSize, diskSize & ~(FileLayout.recordAlignment - 1))
+        // A file cut short before its data area has an empty ring, not a reversed one.
+        ringEnd = max(FileLayout.dataStart(pageSize: meta.pageSize), min(meta.fileSize, diskSize & ~(FileLayout.recordAlignment - 1)))
         summary = FileSummary(meta, sequenceInUse: meta.sequence, diskSize: diskSize)
         let statePage = FileLayout.statePage * meta.pageSize
         state = mapped.contains(statePage, meta.pageSize)
