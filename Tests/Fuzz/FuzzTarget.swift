@@ -1,9 +1,10 @@
 import Foundation
-import Larder
+@_spi(Inspection) import Larder
 
-// The coverage-guided fuzz target (libFuzzer): every input is a cache file. It is opened for
-// writing (so recovery runs on it), read, written, walked and closed. Any crash, hang or
-// sanitizer report is a bug; errors are fine. Built and run by Tests/Fuzz/run, which compiles
+// The coverage-guided fuzz target (libFuzzer): every input is a cache file. The inspector behind
+// `larder info`, `verify`, `dump` and `get` reads it as found; then it is opened for writing (so
+// recovery runs on it), read, written, walked and closed. Any crash, hang or sanitizer report is
+// a bug; errors are fine. Built and run by Tests/Fuzz/run, which compiles
 // with -sanitize=fuzzer and LARDER_FUZZING; an ordinary build only says how to run it.
 
 #if LARDER_FUZZING
@@ -37,6 +38,11 @@ private let path: String = {
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     guard FileManager.default.createFile(atPath: path, contents: Data(bytes: data, count: size)) else { return 0 }
     defer { unlink(path) }
+    if let inspector = try? FileInspector(path: path) {
+        let (_, walk) = inspector.verify()
+        for entry in walk.entries.prefix(8) { _ = inspector.value(of: entry) }
+        _ = inspector.lookup(key: Array("fuzz-1".utf8))
+    }
     // A small capacity keeps a hostile meta page from making the file grow far.
     guard let cache = try? Cache(path: path, options: .init(capacity: .kilobytes(256))) else { return 0 }
     var keys: [[UInt8]] = []

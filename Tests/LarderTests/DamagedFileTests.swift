@@ -212,32 +212,66 @@ struct DamagedFileTests {
         }
     }
 
-    /// Sequence numbers at the end of 64 bits in the shared state (a clean file) or in a record
-    /// header (a file to recover): the writer would count past them and trap. The state is
-    /// implausible and rebuilt; the record is not valid and dropped; nothing else is lost.
-    @Test(arguments: ["state", "record"])
-    func sequenceNumbersThatCannotBeCountedOnAreNotTrusted(place: String) throws {
+    /// Sequence numbers no writer may count on from, in the shared state of a clean file (the
+    /// end of 64 bits, or just past the trusted limit) or in a record header of a file to recover
+    /// (the end of 64 bits, or the limit recovery keeps): writers counted past UInt64.max and
+    /// trapped. The state is implausible and rebuilt; the record is dropped; nothing else is lost.
+    @Test(arguments: [("state", UInt64.max), ("state", RecordHeader.trustedSequenceLimit + 1),
+                      ("record", UInt64.max), ("record", RecordHeader.recoverableSequenceLimit)])
+    func sequenceNumbersThatCannotBeCountedOnAreNotTrusted(place: String, sequence: UInt64) throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         try makeCache(path)
         try rewrite(path) { bytes in
             if place == "state" {
-                store(.max, at: 2 * 4096 + 216, in: &bytes)
+                store(sequence, at: 2 * 4096 + 216, in: &bytes)
             } else {
                 let offset = recordOffset(ofKey: "k7", in: bytes)
-                store(.max, at: offset + RecordHeader.Field.sequence, in: &bytes)
+                store(sequence, at: offset + RecordHeader.Field.sequence, in: &bytes)
                 resealHeader(at: offset, in: &bytes)
                 bytes[2 * 4096 + 12] = 0 // the clean flag: recovery runs
             }
         }
         let cache = try Cache(path: path)
         #expect(cache.wasRecovered)
+        #expect(try cache.bytes(forKey: "k7") == (place == "state" ? VersionedValue.make(key: 7, version: 1) : nil))
         for key in 0..<200 where place == "state" || key != 7 {
             let value = try #require(try cache.bytes(forKey: "k\(key)"), "k\(key)")
             #expect(VersionedValue.check(value, key: key) == 1)
         }
         for key in 0..<200 { try cache.set(VersionedValue.make(key: key, version: 2), forKey: "k\(key)") }
         try expectOnlyValidValues(cache)
+    }
+
+    /// A clean file whose next sequence is at the trusted limit: writers count on past it (their
+    /// records stay valid and readable), the next open finds the state implausible and recovers,
+    /// and the one after does not: recovery leaves numbers the next open trusts. (Recovery drops
+    /// the records numbered past its own limit, which only such a hostile file can hold.)
+    @Test func writersCountingOnFromTheTrustedLimitLeaveAFileThatOpens() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeCache(path)
+        try rewrite(path) { bytes in store(RecordHeader.trustedSequenceLimit, at: 2 * 4096 + 216, in: &bytes) }
+        do {
+            let cache = try Cache(path: path)
+            #expect(!cache.wasRecovered)
+            // Enough new keys to double the index: a segment numbered past the limit too.
+            for key in 200..<800 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+            for key in 0..<800 {
+                #expect(VersionedValue.check(try #require(try cache.bytes(forKey: "k\(key)")), key: key) == 1)
+            }
+            try cache.close()
+        }
+        do {
+            let cache = try Cache(path: path)
+            #expect(cache.wasRecovered)
+            try expectOnlyValidValues(cache, keys: 800)
+            try cache.set(VersionedValue.make(key: 1, version: 3), forKey: "k1")
+            try cache.close()
+        }
+        let cache = try Cache(path: path)
+        #expect(!cache.wasRecovered)
+        #expect(VersionedValue.check(try #require(try cache.bytes(forKey: "k1")), key: 1) == 3)
     }
 
     /// Readers accept keys of up to 65,535 bytes (FORMAT.md 1.3) although writers write at most
@@ -347,6 +381,8 @@ struct DamagedFileTests {
             { $0.activeIndex = .none }, { $0.drainingIndex = IndexLocation(offset: 4096 * 3 + 1, slotCount: 512) },
             // Numbers that a writer would count on from, or add to, past the end of 64 bits.
             { $0.sequence = .max }, { $0.firstValidSequence = .max },
+            { $0.sequence = RecordHeader.trustedSequenceLimit },
+            { $0.firstValidSequence = RecordHeader.trustedSequenceLimit + 1 },
             { $0.activeIndex.offset = 0x7FFF_FFFF_FFFF_F000 },
         ]
         for (index, change) in changes.enumerated() {

@@ -8,10 +8,12 @@ extension CacheStore {
     func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, compress: Bool,
              expiry: Expiry) throws(LarderError) {
         try validateKey(key)
-        // Refuses a value that cannot fit before anything changes, so that it loses nothing.
+        // Before the placement: a migration step that meets a damaged index rebuilds it, which
+        // may move the index segments the placement works around.
+        try stepMigration()
+        // Refuses a value that cannot fit before any entry changes, so that it loses nothing.
         var (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compress)
         let hash = KeyHash(key)
-        try stepMigration()
         if state.entryCount >= active.loadLimit {
             try ensureIndexRoom()
             // A new index segment in the ring may now be in the way.

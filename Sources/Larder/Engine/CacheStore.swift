@@ -322,8 +322,9 @@ final class CacheStore {
         guard let newest = readable.first else {
             throw LarderError(.incompatible, "the file needs Larder format \(copies[0].readVersion) or newer; this build reads format \(FileLayout.formatVersion)")
         }
-        if let usable = readable.first(where: { $0.validationFailure() == nil }) { return usable }
-        throw LarderError(.corrupt, "meta page: \(newest.validationFailure() ?? "invalid")")
+        let limit = RecordHeader.trustedSequenceLimit
+        if let usable = readable.first(where: { $0.validationFailure(sequenceLimit: limit) == nil }) { return usable }
+        throw LarderError(.corrupt, "meta page: \(newest.validationFailure(sequenceLimit: limit) ?? "invalid")")
     }
 
     /// Finds the index tables the meta page names, checking their segment headers.
@@ -358,7 +359,7 @@ final class CacheStore {
         return head >= ringStart && head <= ringEnd && tail >= ringStart && tail <= ringEnd
             && head & aligned == 0 && tail & aligned == 0 && span >= 0 && span <= ringEnd - ringStart
             && state.migrationCursor >= 0 && state.migrationCursor <= (draining?.slotCount ?? 0)
-            && state.nextSequence < RecordHeader.sequenceLimit
+            && state.nextSequence <= RecordHeader.trustedSequenceLimit
             && liveBytes >= 0 && liveBytes <= span && entries >= 0 && entries <= liveBytes / RecordHeader.size
             && state.liveRawBytes >= 0 && state.liveStoredBytes >= 0 && state.liveStoredBytes <= liveBytes
     }

@@ -42,9 +42,16 @@ struct RecordHeader: Equatable {
 
     static let size = 48
     static let magic: UInt16 = 0x524C
-    /// Record and meta sequence numbers stay below this (2^62: ten million writes a second for
-    /// fourteen thousand years), so that a hostile file's numbers can always be counted on from.
+    /// Record and meta sequence numbers a reader accepts are below this (FORMAT.md 4.1).
     static let sequenceLimit: UInt64 = 1 << 62
+    /// A writer counts on only from numbers at most half the limit, checked when it opens a file:
+    /// no count from there reaches the limit (2^61 writes at ten million a second take 7,000
+    /// years), so what it writes stays valid whatever a hostile file held.
+    static let trustedSequenceLimit: UInt64 = 1 << 61
+    /// Recovery keeps only records numbered below half of that again, so that the numbers it
+    /// leaves, its own index segment's among them, are trusted at the next open: a hostile record
+    /// near the trusted limit cannot make every open recover.
+    static let recoverableSequenceLimit: UInt64 = 1 << 60
     static let paddingSize = 16
     static let compressedFlag: UInt8 = 1
 

@@ -46,15 +46,18 @@ extension CacheStore {
             if let island = islands.first(where: { $0.offset == position }) {
                 padGap(upTo: position)
                 if let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
-                   header.sequence > newest.sequence {
+                   header.sequence > newest.sequence, header.sequence < RecordHeader.recoverableSequenceLimit {
                     newest = (header.sequence, position + header.totalSize)
                 }
                 position += IndexSegment.byteCount(slotCount: island.slotCount, pageSize: pageSize)
                 coveredUpTo = position
                 continue
             }
+            // A record numbered where writers never count (a hostile file) is dropped: the next
+            // sequence is counted on from the newest one kept.
             guard let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
-                  header.kind == .entry, header.dataIsIntact(in: file, at: position, seed: seed) else {
+                  header.kind == .entry, header.sequence < RecordHeader.recoverableSequenceLimit,
+                  header.dataIsIntact(in: file, at: position, seed: seed) else {
                 position += FileLayout.recordAlignment
                 continue
             }
