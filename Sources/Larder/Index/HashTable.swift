@@ -19,7 +19,8 @@ struct HashTable {
 
     let slots: UnsafeMutablePointer<UInt64>
     let slotCount: Int
-    let bits: Int
+    /// How far a tag shifts right to give its home: its top log2(slotCount) bits are the home.
+    let homeShift: UInt32
     var mask: Int { slotCount - 1 }
 
     init(slots: UnsafeMutablePointer<UInt64>, slotCount: Int) {
@@ -27,7 +28,7 @@ struct HashTable {
                      && slotCount & (slotCount - 1) == 0)
         self.slots = slots
         self.slotCount = slotCount
-        self.bits = slotCount.trailingZeroBitCount
+        self.homeShift = UInt32(HashTable.tagBits - slotCount.trailingZeroBitCount)
     }
 
     /// The number of keys a table of `slotCount` slots may hold before it must grow: three
@@ -51,7 +52,7 @@ struct HashTable {
     static func isEntry(_ slot: UInt64) -> Bool { slot > tombstone }
 
     @inline(__always)
-    func home(ofTag tag: UInt32) -> Int { Int(tag >> UInt32(HashTable.tagBits - bits)) }
+    func home(ofTag tag: UInt32) -> Int { Int(tag &>> homeShift) }
 
     /// Starts loading the slot where `tag`'s probe sequence begins (a hint; reads nothing).
     @inline(__always)
