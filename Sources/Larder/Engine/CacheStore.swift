@@ -247,24 +247,28 @@ final class CacheStore {
             try store.refreshView()
             return store
         }
+        // A first valid sequence past the trusted limit would be counted on from (FORMAT.md 4.1):
+        // recovery lowers it.
         let usable = !truncated && store.state.isFormatted && store.state.isClean && (try? store.attachTables()) != nil
-            && store.ringStateIsPlausible()
+            && store.ringStateIsPlausible() && store.meta.firstValidSequence <= RecordHeader.trustedSequenceLimit
+        let renumber = store.meta.sequence >= RecordHeader.trustedSequenceLimit
         // No other process has the file open for writing: the lock and the reader table start
         // afresh (a crashed process may have left either taken).
         try store.formatSharedPage()
         // Durably unclean before the first change: a crash from here on, even inside recovery,
         // is noticed by the next open. An open that changes nothing leaves that to the first
         // write (`acquireWriterLock`): opening a clean file then waits for no disk.
-        if !usable || metaChanged { try store.markInUse() }
+        if !usable || metaChanged || renumber { try store.markInUse() }
         if !usable {
             try store.rebuild()
             store.recoveredOnOpen = true
-            return store
+        } else {
+            // A clean file's index is whole, whatever its epoch says: an odd one (a hostile file)
+            // would make every miss wait out the readers' patience. The epoch moves on, never back.
+            if store.state.indexEpoch & 1 != 0 { store.state.endIndexChange() }
+            if metaChanged && !renumber { try store.writeMeta() }
         }
-        // A clean file's index is whole, whatever its epoch says: an odd one (a hostile file) would
-        // make every miss wait out the readers' patience. The epoch moves on, never back.
-        if store.state.indexEpoch & 1 != 0 { store.state.endIndexChange() }
-        if metaChanged { try store.writeMeta() }
+        if renumber { try store.renumberMetaCopies() }
         return store
     }
 
@@ -322,9 +326,8 @@ final class CacheStore {
         guard let newest = readable.first else {
             throw LarderError(.incompatible, "the file needs Larder format \(copies[0].readVersion) or newer; this build reads format \(FileLayout.formatVersion)")
         }
-        let limit = RecordHeader.trustedSequenceLimit
-        if let usable = readable.first(where: { $0.validationFailure(sequenceLimit: limit) == nil }) { return usable }
-        throw LarderError(.corrupt, "meta page: \(newest.validationFailure(sequenceLimit: limit) ?? "invalid")")
+        if let usable = readable.first(where: { $0.validationFailure() == nil }) { return usable }
+        throw LarderError(.corrupt, "meta page: \(newest.validationFailure() ?? "invalid")")
     }
 
     /// Finds the index tables the meta page names, checking their segment headers.
@@ -375,6 +378,15 @@ final class CacheStore {
             state.isClean = true
             throw error
         }
+    }
+
+    /// Writes `meta` to both copies with meta sequences 1 and 2: a sole writer that found a meta
+    /// sequence of 2^61 or more (a hostile file), so that its count never nears the limit
+    /// (FORMAT.md 7.3). A crash in between leaves a copy with the old number, and the next sole
+    /// writer renumbers again.
+    func renumberMetaCopies() throws(LarderError) {
+        meta.sequence = 0
+        for _ in 0..<FileLayout.metaPageCount { try writeMeta() }
     }
 
     /// Writes `meta` to the copy not written last, with the next sequence number, and tells

@@ -103,10 +103,7 @@ struct Meta: Equatable {
 
     /// Checks that every number is one this code can trust: a hostile meta page with a correct
     /// checksum must still not lead to an out-of-bounds access.
-    ///
-    /// - Parameter sequenceLimit: the bound on the sequences: `RecordHeader.trustedSequenceLimit`
-    ///   at open, where a writer starts counting from them.
-    func validationFailure(sequenceLimit: UInt64 = RecordHeader.sequenceLimit) -> String? {
+    func validationFailure() -> String? {
         guard FileLayout.isValidPageSize(pageSize) else { return "page size \(pageSize) is not a power of two in 4096...65536" }
         let dataStart = FileLayout.dataStart(pageSize: pageSize)
         guard capacity >= FileLayout.minimumCapacity(pageSize: pageSize),
@@ -116,7 +113,7 @@ struct Meta: Equatable {
         guard fileSize > dataStart, fileSize <= capacity, fileSize % pageSize == 0 else {
             return "file size \(fileSize) is out of range"
         }
-        guard sequence < sequenceLimit, firstValidSequence <= sequenceLimit else {
+        guard sequence < RecordHeader.sequenceLimit, firstValidSequence <= RecordHeader.sequenceLimit else {
             return "sequence \(sequence) or first valid sequence \(firstValidSequence) is out of range"
         }
         for (name, index) in [("active", activeIndex), ("draining", drainingIndex)] {

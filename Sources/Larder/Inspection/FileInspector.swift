@@ -240,7 +240,7 @@
         // FORMAT.md 3.2, as the store checks it (`CacheStore.ringStateIsPlausible`).
         isPlausible = formatted && head >= ringStart && head <= ringEnd && tail >= ringStart && tail <= ringEnd
             && head & aligned == 0 && tail & aligned == 0 && spanBytes >= 0 && spanBytes <= ringEnd - ringStart
-            && migrationCursor >= 0 && migrationCursor <= meta.drainingIndex.slotCount
+            && migrationCursor >= 0 && migrationCursor <= (meta.drainingIndex.exists ? meta.drainingIndex.slotCount : 0)
             && nextSequence <= RecordHeader.trustedSequenceLimit
             && liveRecordBytes >= 0 && liveRecordBytes <= spanBytes && entryCount >= 0
             && entryCount <= liveRecordBytes / RecordHeader.size

@@ -75,6 +75,9 @@ extension CacheStore {
         padGap(upTo: ringEnd)
 
         placeRing(afterNewestEndingAt: newest.sequence > 0 ? newest.end : ringStart, entries: scratch)
+        // Counted on from next: no higher than what recovery keeps (FORMAT.md 4.1). Every record
+        // below the old value is dead by now, every one above the new one dropped.
+        meta.firstValidSequence = min(meta.firstValidSequence, RecordHeader.recoverableSequenceLimit)
         state.nextSequence = max(newest.sequence + 1, meta.firstValidSequence, 2)
         do throws(LarderError) {
             try placeIndex(scratch, reusable: islands)
