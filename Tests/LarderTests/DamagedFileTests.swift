@@ -31,11 +31,23 @@ struct DamagedFileTests {
         }
     }
 
+    /// The meta copies of a file that decode, in page order.
+    private func metaCopies(_ bytes: [UInt8]) -> [Meta] {
+        (0..<FileLayout.metaPageCount).compactMap { copy in
+            try? Array(bytes[(copy * 4096)..<(copy * 4096 + Meta.encodedSize)]).withUnsafeBytes { Meta.decode($0) }.get()
+        }
+    }
+
     /// The meta copy a reader takes: the valid one with the higher sequence.
     private func newestMeta(_ bytes: [UInt8]) -> Meta {
-        (0..<FileLayout.metaPageCount)
-            .compactMap { copy in try? Array(bytes[(copy * 4096)..<(copy * 4096 + Meta.encodedSize)]).withUnsafeBytes { Meta.decode($0) }.get() }
-            .max { $0.sequence < $1.sequence }!
+        metaCopies(bytes).max { $0.sequence < $1.sequence }!
+    }
+
+    /// Opens the file once more: it is trusted as it is (no recovery), and `k<key>` holds `version`.
+    private func expectOpensWithoutRecovery(_ path: String, key: Int, version: Int) throws {
+        let cache = try Cache(path: path)
+        #expect(!cache.wasRecovered)
+        #expect(VersionedValue.check(try #require(try cache.bytes(forKey: "k\(key)")), key: key) == version)
     }
 
     private func store(_ value: UInt64, at offset: Int, in bytes: inout [UInt8]) {
@@ -269,9 +281,7 @@ struct DamagedFileTests {
             try cache.set(VersionedValue.make(key: 1, version: 3), forKey: "k1")
             try cache.close()
         }
-        let cache = try Cache(path: path)
-        #expect(!cache.wasRecovered)
-        #expect(VersionedValue.check(try #require(try cache.bytes(forKey: "k1")), key: 1) == 3)
+        try expectOpensWithoutRecovery(path, key: 1, version: 3)
     }
 
     /// The meta sequences a writer would count on from near the limit (a hostile file): the sole
@@ -286,10 +296,9 @@ struct DamagedFileTests {
         try rewriteMeta(path, copy: 0) { $0.sequence = trusted - 2 }
         try rewriteMeta(path, copy: 1) { $0.sequence = trusted - 1 }
         func sequences() throws -> [UInt64] {
-            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
-            return try (0..<FileLayout.metaPageCount).map { copy in
-                try Array(bytes[(copy * 4096)..<(copy * 4096 + Meta.encodedSize)]).withUnsafeBytes { Meta.decode($0) }.get().sequence
-            }
+            let copies = metaCopies(try [UInt8](Data(contentsOf: URL(fileURLWithPath: path))))
+            #expect(copies.count == FileLayout.metaPageCount)
+            return copies.map(\.sequence)
         }
         do {
             let cache = try Cache(path: path)
@@ -328,9 +337,7 @@ struct DamagedFileTests {
             try cache.set(VersionedValue.make(key: 3, version: 2), forKey: "k3")
             try cache.close()
         }
-        let cache = try Cache(path: path)
-        #expect(!cache.wasRecovered)
-        #expect(VersionedValue.check(try #require(try cache.bytes(forKey: "k3")), key: 3) == 2)
+        try expectOpensWithoutRecovery(path, key: 3, version: 2)
     }
 
     /// Readers accept keys of up to 65,535 bytes (FORMAT.md 1.3) although writers write at most

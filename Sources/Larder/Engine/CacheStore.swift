@@ -250,7 +250,9 @@ final class CacheStore {
         // A first valid sequence past the trusted limit would be counted on from (FORMAT.md 4.1):
         // recovery lowers it.
         let usable = !truncated && store.state.isFormatted && store.state.isClean && (try? store.attachTables()) != nil
-            && store.ringStateIsPlausible() && store.meta.firstValidSequence <= RecordHeader.trustedSequenceLimit
+            && store.state.isPlausible(ringStart: store.ringStart, ringEnd: store.ringEnd,
+                                       drainingSlotCount: store.draining?.slotCount ?? 0)
+            && store.meta.firstValidSequence <= RecordHeader.trustedSequenceLimit
         let renumber = store.meta.sequence >= RecordHeader.trustedSequenceLimit
         // No other process has the file open for writing: the lock and the reader table start
         // afresh (a crashed process may have left either taken).
@@ -351,20 +353,6 @@ final class CacheStore {
     func detachTables() {
         active = HashTable(slots: scratchPlaceholder, slotCount: HashTable.minimumSlotCount)
         draining = nil
-    }
-
-    /// Whether the head, tail and span in the shared state describe a possible ring.
-    func ringStateIsPlausible() -> Bool {
-        let head = state.head, tail = state.tail, span = state.spanBytes
-        let aligned = FileLayout.recordAlignment - 1
-        // The live totals: what the span holds, entries of at least a header each.
-        let liveBytes = state.liveRecordBytes, entries = state.entryCount
-        return head >= ringStart && head <= ringEnd && tail >= ringStart && tail <= ringEnd
-            && head & aligned == 0 && tail & aligned == 0 && span >= 0 && span <= ringEnd - ringStart
-            && state.migrationCursor >= 0 && state.migrationCursor <= (draining?.slotCount ?? 0)
-            && state.nextSequence <= RecordHeader.trustedSequenceLimit
-            && liveBytes >= 0 && liveBytes <= span && entries >= 0 && entries <= liveBytes / RecordHeader.size
-            && state.liveRawBytes >= 0 && state.liveStoredBytes >= 0 && state.liveStoredBytes <= liveBytes
     }
 
     /// Clears the clean flag durably before any change, so that a crash from here on is noticed.

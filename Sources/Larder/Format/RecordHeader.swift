@@ -63,10 +63,13 @@ struct RecordHeader: Equatable {
         static let paddingLength = 8, paddingCheck = 12
     }
 
-    /// Total bytes an entry occupies in the ring, header and alignment included.
+    /// Total bytes an entry occupies in the ring, header and alignment included. Lengths of a
+    /// header (below 2^16 and 2^32) cannot overflow the sum, so it runs unchecked on the read
+    /// path; a writer refuses a value of 2^32 bytes or more whatever size this gives it
+    /// (`placement`).
     @inline(__always)
     static func entrySize(keyLength: Int, storedLength: Int) -> Int {
-        FileLayout.alignUp(size + keyLength + storedLength, FileLayout.recordAlignment)
+        (size &+ keyLength &+ storedLength &+ FileLayout.recordAlignment &- 1) & ~(FileLayout.recordAlignment &- 1)
     }
 
     var isCompressed: Bool { flags & RecordHeader.compressedFlag != 0 }
@@ -74,11 +77,8 @@ struct RecordHeader: Equatable {
     /// Total bytes of the record in the ring.
     @inline(__always)
     var totalSize: Int {
-        // A header's lengths are below 2^16 and 2^32: the sums cannot overflow, and need no check
-        // on the read path.
-        kind == .entry
-            ? (RecordHeader.size &+ keyLength &+ storedLength &+ FileLayout.recordAlignment &- 1) & ~(FileLayout.recordAlignment &- 1)
-            : RecordHeader.size &+ storedLength
+        kind == .entry ? RecordHeader.entrySize(keyLength: keyLength, storedLength: storedLength)
+                       : RecordHeader.size &+ storedLength
     }
 
     func isExpired(now: UInt64) -> Bool { expiresAt != 0 && expiresAt <= now }

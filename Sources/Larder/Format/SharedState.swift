@@ -96,7 +96,7 @@ struct SharedState {
     // The words below come from the file: a damaged or hostile one may hold any value in them.
     // They are stored truncating and updated with wrapping arithmetic (`&+=`), so that a wrong
     // total skews statistics and eviction until the next rebuild, but never traps; the open
-    // checks them before it trusts a clean file (`CacheStore.ringStateIsPlausible`).
+    // checks them before it trusts a clean file (`isPlausible`).
     var head: Int { get { Int(truncatingIfNeeded: word(Field.head)) } nonmutating set { setWord(Field.head, UInt64(truncatingIfNeeded: newValue)) } }
     var tail: Int { get { Int(truncatingIfNeeded: word(Field.tail)) } nonmutating set { setWord(Field.tail, UInt64(truncatingIfNeeded: newValue)) } }
     /// Bytes from the tail to the head in ring order, everything included.
@@ -113,6 +113,22 @@ struct SharedState {
     }
 
     var indexEpoch: UInt64 { lrd_load_acquire_u64(page + Field.indexEpoch) }
+
+    /// Whether head, tail, span, migration cursor, next sequence and live totals could be right
+    /// for a ring `[ringStart, ringEnd)` whose draining index has `drainingSlotCount` slots (0 for
+    /// none): FORMAT.md 3.2, checked by the open before it trusts a clean file and by the inspector.
+    func isPlausible(ringStart: Int, ringEnd: Int, drainingSlotCount: Int) -> Bool {
+        let head = head, tail = tail, span = spanBytes
+        let aligned = FileLayout.recordAlignment - 1
+        // The live totals: what the span holds, entries of at least a header each.
+        let liveBytes = liveRecordBytes, entries = entryCount
+        return head >= ringStart && head <= ringEnd && tail >= ringStart && tail <= ringEnd
+            && head & aligned == 0 && tail & aligned == 0 && span >= 0 && span <= ringEnd - ringStart
+            && migrationCursor >= 0 && migrationCursor <= drainingSlotCount
+            && nextSequence <= RecordHeader.trustedSequenceLimit
+            && liveBytes >= 0 && liveBytes <= span && entries >= 0 && entries <= liveBytes / RecordHeader.size
+            && liveRawBytes >= 0 && liveStoredBytes >= 0 && liveStoredBytes <= liveBytes
+    }
 
     /// Brackets a rearrangement of index slots (see `Field.indexEpoch`).
     func beginIndexChange() { lrd_store_seq_cst_u64(page + Field.indexEpoch, indexEpoch | 1) }

@@ -234,17 +234,9 @@
         migrationCursor = state.migrationCursor
         let formatted = state.isFormatted
         counters = SharedState.Counter.allCases.map { ("\($0)", formatted ? state.counter($0) : 0) }
-        let ringStart = FileLayout.dataStart(pageSize: meta.pageSize)
-        let aligned = FileLayout.recordAlignment - 1
-        let (head, tail, spanBytes, migrationCursor) = (head, tail, spanBytes, migrationCursor)
-        // FORMAT.md 3.2, as the store checks it (`CacheStore.ringStateIsPlausible`).
-        isPlausible = formatted && head >= ringStart && head <= ringEnd && tail >= ringStart && tail <= ringEnd
-            && head & aligned == 0 && tail & aligned == 0 && spanBytes >= 0 && spanBytes <= ringEnd - ringStart
-            && migrationCursor >= 0 && migrationCursor <= (meta.drainingIndex.exists ? meta.drainingIndex.slotCount : 0)
-            && nextSequence <= RecordHeader.trustedSequenceLimit
-            && liveRecordBytes >= 0 && liveRecordBytes <= spanBytes && entryCount >= 0
-            && entryCount <= liveRecordBytes / RecordHeader.size
-            && liveRawBytes >= 0 && liveStoredBytes >= 0 && liveStoredBytes <= liveRecordBytes
+        isPlausible = formatted && state.isPlausible(
+            ringStart: FileLayout.dataStart(pageSize: meta.pageSize), ringEnd: ringEnd,
+            drainingSlotCount: meta.drainingIndex.exists ? meta.drainingIndex.slotCount : 0)
     }
 
     /// Whether the ring between tail and head can be walked record by record: the file was closed
