@@ -261,30 +261,9 @@ FOLDING static uint32_t crc_fold(uint32_t crc, int copy, uint8_t *d, const uint8
 }
 #endif
 
-/* The register over `n` bytes at `p`, copying them to `d` if `copy`. */
-HARDWARE static ALWAYS_INLINE uint32_t crc_blocks(uint32_t crc, int copy, uint8_t *d, const uint8_t *p, size_t n) {
-#if defined(__x86_64__)
-    if (n >= 2 * FOLD_BLOCK && folding_available()) {
-        size_t folded = n & ~(size_t)(FOLD_BLOCK - 1);
-        crc = crc_fold(crc, copy, d, p, folded);
-        n -= folded;
-        p += folded;
-        if (copy) d += folded;
-    } else
-#endif
-    if (n >= 3 * SHORT_BLOCK) {
-        pthread_once(&shift_once, build_shift_tables);
-        for (; n >= 3 * LONG_BLOCK; n -= 3 * LONG_BLOCK, p += 3 * LONG_BLOCK) {
-            crc = crc_block(crc, copy, d, p, LONG_BLOCK, shift_long);
-            if (copy) d += 3 * LONG_BLOCK;
-        }
-        for (; n >= 3 * SHORT_BLOCK; n -= 3 * SHORT_BLOCK, p += 3 * SHORT_BLOCK) {
-            crc = shift(shift_short_all, crc) ^ crc_block(0, copy, d, p, SHORT_BLOCK, shift_short);
-            if (copy) d += 3 * SHORT_BLOCK;
-        }
-    }
-    /* The rest in one chain; when copying, each piece is stored from the register it was
-     * checksummed from, so the checksum is of the bytes copied. */
+/* The register over `n` bytes at `p` in one chain, copying them to `d` if `copy`: each piece is
+ * stored from the register it was checksummed from, so the checksum is of the bytes copied. */
+HARDWARE static ALWAYS_INLINE uint32_t crc_chain(uint32_t crc, int copy, uint8_t *d, const uint8_t *p, size_t n) {
     chain c = crc;
     /* Four words a step: the loop's own count and branch cost as much as a word's checksum. */
     for (; n >= 32; n -= 32, p += 32) {
@@ -336,6 +315,31 @@ HARDWARE static ALWAYS_INLINE uint32_t crc_blocks(uint32_t crc, int copy, uint8_
     return crc;
 }
 
+/* The register over `n` bytes at `p`, copying them to `d` if `copy`. */
+HARDWARE static ALWAYS_INLINE uint32_t crc_blocks(uint32_t crc, int copy, uint8_t *d, const uint8_t *p, size_t n) {
+#if defined(__x86_64__)
+    if (n >= 2 * FOLD_BLOCK && folding_available()) {
+        size_t folded = n & ~(size_t)(FOLD_BLOCK - 1);
+        crc = crc_fold(crc, copy, d, p, folded);
+        n -= folded;
+        p += folded;
+        if (copy) d += folded;
+    } else
+#endif
+    if (n >= 3 * SHORT_BLOCK) {
+        pthread_once(&shift_once, build_shift_tables);
+        for (; n >= 3 * LONG_BLOCK; n -= 3 * LONG_BLOCK, p += 3 * LONG_BLOCK) {
+            crc = crc_block(crc, copy, d, p, LONG_BLOCK, shift_long);
+            if (copy) d += 3 * LONG_BLOCK;
+        }
+        for (; n >= 3 * SHORT_BLOCK; n -= 3 * SHORT_BLOCK, p += 3 * SHORT_BLOCK) {
+            crc = shift(shift_short_all, crc) ^ crc_block(0, copy, d, p, SHORT_BLOCK, shift_short);
+            if (copy) d += 3 * SHORT_BLOCK;
+        }
+    }
+    return crc_chain(crc, copy, d, p, n);
+}
+
 HARDWARE static uint32_t crc_hardware(uint32_t crc, const uint8_t *p, size_t n) {
     return crc_blocks(crc, 0, NULL, p, n);
 }
@@ -344,6 +348,16 @@ HARDWARE static uint32_t crc_hardware(uint32_t crc, const uint8_t *p, size_t n) 
 HARDWARE static uint32_t crc_then_copy_hardware(uint32_t crc, const uint8_t *q, size_t q_length, uint8_t *d,
                                                 const uint8_t *p, size_t n) {
     return crc_blocks(crc_blocks(crc, 0, NULL, q, q_length), 1, d, p, n);
+}
+
+/* Below this, key and value each take one chain: the path of a short record's read and write. */
+#define SHORT_LENGTH 256
+
+/* `crc_then_copy_hardware` for a key and a value both shorter than SHORT_LENGTH: a leaf without
+ * the long paths, whose registers (saved and restored on every call) it does not need. */
+HARDWARE static uint32_t crc_then_copy_short(uint32_t crc, const uint8_t *q, size_t q_length, uint8_t *d,
+                                             const uint8_t *p, size_t n) {
+    return crc_chain(crc_chain(crc, 0, NULL, q, q_length), 1, d, p, n);
 }
 
 /* Bytes 0-3 and 6-43 of a record header: six steps, no loop, no length to dispatch on. */
@@ -391,8 +405,11 @@ uint32_t lrd_crc32c_then_copy(uint32_t crc, const void *prefix, size_t prefix_le
     const uint8_t *q = (const uint8_t *)prefix;
     uint8_t *d = (uint8_t *)destination;
     const uint8_t *p = (const uint8_t *)source;
-    return ~(hardware_available() ? crc_then_copy_hardware(~crc, q, prefix_length, d, p, length)
-                                  : crc_then_copy_software(~crc, q, prefix_length, d, p, length));
+    if (!hardware_available()) return ~crc_then_copy_software(~crc, q, prefix_length, d, p, length);
+#if defined(HARDWARE)
+    if (prefix_length < SHORT_LENGTH && length < SHORT_LENGTH) return ~crc_then_copy_short(~crc, q, prefix_length, d, p, length);
+#endif
+    return ~crc_then_copy_hardware(~crc, q, prefix_length, d, p, length);
 }
 
 static __attribute__((noinline)) uint32_t header_crc_software(uint32_t crc, const uint8_t *h) {

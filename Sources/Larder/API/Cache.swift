@@ -1,3 +1,4 @@
+import CLarderSupport
 import Foundation
 
 /// A persistent, memory-mapped cache in a single file, with a hard byte capacity, approximately
@@ -192,7 +193,7 @@ public final class Cache: @unchecked Sendable {
     @usableFromInline
     func lendValue(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         var failure: (any Error)?
-        let found = try read { (view) throws(LarderError) in
+        let found = try read(key) { (view) throws(LarderError) in
             try store.withValue(forKey: key, in: view) { bytes in
                 BorrowMarker.borrowing(self) {
                     do { try body(bytes) } catch { failure = error }
@@ -216,7 +217,7 @@ public final class Cache: @unchecked Sendable {
     func copyData(forKey keyBytes: UnsafeRawBufferPointer, includingExpired: Bool) throws(LarderError) -> Data? {
         var buffer: UnsafeMutableRawBufferPointer?
         let outcome = Result { () throws(LarderError) in
-            try read { (view) throws(LarderError) in
+            try read(keyBytes) { (view) throws(LarderError) in
                 try store.copyValue(forKey: keyBytes, in: view, includingExpired: includingExpired) { count in
                     if let buffer, buffer.count >= count { return buffer }
                     buffer?.deallocate()
@@ -270,7 +271,7 @@ public final class Cache: @unchecked Sendable {
     /// `copyValue(forKey:into:)` for a key already in bytes.
     @usableFromInline
     func copyValue(forKeyBytes key: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) throws(LarderError) -> Int? {
-        try read { (view) throws(LarderError) in
+        try read(key) { (view) throws(LarderError) in
             try store.copyValue(forKey: key, in: view) { count in count <= buffer.count ? buffer : nil }
         }
     }
@@ -304,7 +305,7 @@ public final class Cache: @unchecked Sendable {
     public func containsValue(forKey key: some CacheKey) throws(LarderError) -> Bool {
         try key.withCacheKeyBytes { keyBytes in
             Result { () throws(LarderError) in
-                try read { (view) throws(LarderError) in try store.contains(key: keyBytes, in: view) }
+                try read(keyBytes) { (view) throws(LarderError) in try store.contains(key: keyBytes, in: view) }
             }
         }.get()
     }
@@ -421,12 +422,16 @@ public final class Cache: @unchecked Sendable {
         lock.unlockExclusive()
     }
 
-    /// Runs a point read without a lock, the way readers of other processes read: through the
-    /// view the last writer of this process published, which the read checks at its end against
-    /// the file's change counter. When the counter has moved past the view (a write of this or
-    /// another process changed the meta page), the view is refreshed first.
+    /// Runs a point read of `key` without a lock, the way readers of other processes read:
+    /// through the view the last writer of this process published, which the read checks at its
+    /// end against the file's change counter. When the counter has moved past the view (a write
+    /// of this or another process changed the meta page), the view is refreshed first.
     @inline(__always)
-    func read<R>(_ body: (ReadView) throws(LarderError) -> R) throws(LarderError) -> R {
+    func read<R>(_ key: UnsafeRawBufferPointer, _ body: (ReadView) throws(LarderError) -> R) throws(LarderError) -> R {
+        // The caller's key is often not in the cache (a read of a random key's bytes costs a
+        // trip to memory): its load starts now, while the view is taken, and, when the calls
+        // come one after another, while the previous read still waits for its record.
+        if let start = key.baseAddress { lrd_prefetch(start) }
         while true {
             try checkOpen()
             let view = store.publishedView.load()

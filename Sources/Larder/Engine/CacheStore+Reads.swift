@@ -119,13 +119,62 @@ extension CacheStore {
     /// over the bytes copied. `destination` may return nil to skip the copy (a buffer too small);
     /// it may be called again when a read starts over.
     ///
+    /// The usual read (a value stored as it is, a buffer large enough, nothing changing meanwhile)
+    /// and the usual miss are answered inline by one attempt; everything else, and anything that
+    /// goes wrong, is left to `copyValueCarefully`, which starts over. The split is for speed:
+    /// the instructions a read runs after its record arrives from memory decide whether the
+    /// processor reaches the next read's first load while it waits (Benchmarks/ANALYSIS.md).
+    ///
     /// - Parameter includingExpired: Return an expired entry too, while it is still in the file
     ///   (the stale copy an offline-first read falls back on).
     /// - Returns: the value's length, or nil for a missing or expired key.
     /// - Throws: `.corrupt` for a damaged record.
+    @inline(__always)
     func copyValue(forKey key: UnsafeRawBufferPointer, in view: ReadView, includingExpired: Bool = false,
                    into destination: (Int) -> UnsafeMutableRawBufferPointer?) throws(LarderError) -> Int? {
         try validateKey(key)
+        switch attemptCopy(forKey: key, in: view, includingExpired: includingExpired, into: destination) {
+        case .copied(let length): return length
+        case .absent: return nil
+        case .unsettled: return try copyValueCarefully(forKey: key, in: view, includingExpired: includingExpired, into: destination)
+        }
+    }
+
+    /// What one read attempt came to.
+    enum Attempt {
+        case copied(Int)
+        /// No entry, in a settled index of the view's meta copy (counted as a miss).
+        case absent
+        /// Anything else: the careful read decides.
+        case unsettled
+    }
+
+    /// Reader: one attempt at the usual read. Counts the hit or the miss it answers.
+    @inline(__always)
+    private func attemptCopy(forKey key: UnsafeRawBufferPointer, in view: ReadView, includingExpired: Bool,
+                             into destination: (Int) -> UnsafeMutableRawBufferPointer?) -> Attempt {
+        let epoch = state.indexEpoch
+        guard let found = view.lookup(key, hash: KeyHash(key), migrationCursor: state.migrationCursor) else {
+            guard epoch & 1 == 0 && state.indexEpoch == epoch && state.changeCounter == view.changeCounter else { return .unsettled }
+            countMiss()
+            return .absent
+        }
+        let header = found.header
+        guard !header.isCompressed, includingExpired || !header.isExpiredNow, let target = destination(header.rawLength),
+              target.count >= header.storedLength else { return .unsettled }
+        // One pass copies and checksums; the checksum is of the copy, whatever the map holds.
+        let checksum = lrd_crc32c_then_copy(view.seed, key.baseAddress, key.count, target.baseAddress,
+                                            view.storedValue(of: found).baseAddress, header.storedLength)
+        guard isUnchanged(found, in: view), checksum == header.dataChecksum else { return .unsettled }
+        countHit(found, in: view)
+        return .copied(header.rawLength)
+    }
+
+    /// Reader: `copyValue` for every case: expiry, compression, a buffer too small, writers
+    /// changing the record or the index meanwhile, a damaged record.
+    @inline(never)
+    private func copyValueCarefully(forKey key: UnsafeRawBufferPointer, in view: ReadView, includingExpired: Bool,
+                                    into destination: (Int) -> UnsafeMutableRawBufferPointer?) throws(LarderError) -> Int? {
         var retry = Retry()
         while true {
             guard let found = try findCountingMiss(key, in: view, retry: &retry) else { return nil }

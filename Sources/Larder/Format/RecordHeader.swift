@@ -155,47 +155,49 @@ struct RecordHeader: Equatable {
 
     /// `read(from:at:limit:seed:)` for a caller that knows `[0, limit)` of the map at `base` to
     /// be file (a `ReadView`).
+    ///
+    /// - Parameter liveEntryKeyLength: when given, anything but a live entry with a key of this
+    ///   length is turned down on its first word, before the checksum is computed (a lookup).
     @inline(__always)
-    static func read(from base: UnsafeRawPointer, at offset: Int, limit: Int, seed: UInt32) -> RecordHeader? {
+    static func read(from base: UnsafeRawPointer, at offset: Int, limit: Int, seed: UInt32,
+                     liveEntryKeyLength: Int? = nil) -> RecordHeader? {
         guard offset & (FileLayout.recordAlignment - 1) == 0, offset >= 0, offset <= limit &- size else { return nil }
         let bytes = base + offset
-        let rawWord = lrd_load_acquire_u64(bytes)
-        var copy: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &copy) { local in
-            local.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: size))
-            local.storeBytes(of: rawWord, as: UInt64.self)
+        // Each word is loaded from the map once (atomically, so never twice), and checked and
+        // decoded from its register: a writer of another process reusing the place meanwhile can
+        // make the checksum fail, never yield a header mixing two records.
+        let word = UInt64(littleEndian: lrd_load_acquire_u64(bytes))
+        if let liveEntryKeyLength {
+            guard Word0.isLiveEntry(word.littleEndian, keyLength: liveEntryKeyLength) else { return nil }
         }
-        // Key and value bytes read after this are at least as new as the fields just copied
+        guard UInt16(truncatingIfNeeded: word) == magic,
+              let kind = RecordKind(rawValue: UInt8(truncatingIfNeeded: word >> 16)), kind != .padding else { return nil }
+        var image = (word.littleEndian, lrd_load_relaxed_u64(bytes + 8), lrd_load_relaxed_u64(bytes + 16),
+                     lrd_load_relaxed_u64(bytes + 24), lrd_load_relaxed_u64(bytes + 32), lrd_load_relaxed_u64(bytes + 40))
+        // Key and value bytes read after this are at least as new as the fields just loaded
         // (the writer's release fence in `write`): never those of a record this one replaced.
         lrd_fence_acquire()
-        let word = UInt64(littleEndian: rawWord)
-        return withUnsafeBytes(of: &copy) { local -> RecordHeader? in
-            func field<T: FixedWidthInteger>(_ at: Int, _: T.Type) -> T {
-                T(littleEndian: local.loadUnaligned(fromByteOffset: at, as: T.self))
-            }
-            guard UInt16(truncatingIfNeeded: word) == magic,
-                  let kind = RecordKind(rawValue: UInt8(truncatingIfNeeded: word >> 16)),
-                  kind != .padding,
-                  field(Field.headerChecksum, UInt32.self) == lrd_crc32c_record_header(seed, local.baseAddress)
-            else { return nil }
-            let header = RecordHeader(
-                kind: kind,
-                flags: UInt8(truncatingIfNeeded: word >> 24),
-                isLive: UInt8(truncatingIfNeeded: word >> Word0.stateShift) == 1,
-                keyLength: Int(word >> 48),
-                storedLength: Int(field(Field.storedLength, UInt32.self)),
-                rawLength: Int(field(Field.rawLength, UInt32.self)),
-                sequence: field(Field.sequence, UInt64.self),
-                expiresAt: field(Field.expiresAt, UInt64.self),
-                storedAt: field(Field.storedAt, UInt64.self),
-                dataChecksum: field(Field.dataChecksum, UInt32.self))
-            guard offset + header.totalSize <= limit, header.sequence < sequenceLimit else { return nil }
-            if kind == .entry {
-                guard header.keyLength > 0 else { return nil }
-                guard header.isCompressed || header.rawLength == header.storedLength else { return nil }
-            }
-            return header
+        let lengths = UInt64(littleEndian: image.1)
+        let checksums = UInt64(littleEndian: image.5)
+        guard UInt32(truncatingIfNeeded: checksums >> 32)
+                == withUnsafeBytes(of: &image, { lrd_crc32c_record_header(seed, $0.baseAddress) }) else { return nil }
+        let header = RecordHeader(
+            kind: kind,
+            flags: UInt8(truncatingIfNeeded: word >> 24),
+            isLive: UInt8(truncatingIfNeeded: word >> Word0.stateShift) == 1,
+            keyLength: Int(word >> 48),
+            storedLength: Int(UInt32(truncatingIfNeeded: lengths)),
+            rawLength: Int(lengths >> 32),
+            sequence: UInt64(littleEndian: image.2),
+            expiresAt: UInt64(littleEndian: image.3),
+            storedAt: UInt64(littleEndian: image.4),
+            dataChecksum: UInt32(truncatingIfNeeded: checksums))
+        guard offset &+ header.totalSize <= limit, header.sequence < sequenceLimit else { return nil }
+        if kind == .entry {
+            guard header.keyLength > 0 else { return nil }
+            guard header.isCompressed || header.rawLength == header.storedLength else { return nil }
         }
+        return header
     }
 
     /// Whether the key and value bytes of the entry at `offset` match `dataChecksum`.

@@ -65,19 +65,19 @@ struct ReadView {
     /// only for bytes read after the header it names.
     @inline(__always)
     private func entryHeader(at offset: Int, key: UnsafeRawBufferPointer) -> RecordHeader? {
-        guard offset >= ringStart, offset <= limit &- (RecordHeader.size + key.count),
-              RecordHeader.Word0.isLiveEntry(lrd_load_acquire_u64(base + offset), keyLength: key.count),
-              let header = entryHeader(at: offset), header.keyLength == key.count,
+        guard let header = entryHeader(at: offset, keyLength: key.count),
               UnsafeRawBufferPointer(start: base + offset + RecordHeader.size, count: key.count).sameBytes(as: key)
         else { return nil }
         return header
     }
 
     /// The header of the live, valid entry at `offset`, or nil for anything else.
+    ///
+    /// - Parameter keyLength: when given, the length the entry's key must have.
     @inline(__always)
-    func entryHeader(at offset: Int) -> RecordHeader? {
-        guard offset >= ringStart, offset < limit,
-              let header = RecordHeader.read(from: base, at: offset, limit: limit, seed: seed),
+    func entryHeader(at offset: Int, keyLength: Int? = nil) -> RecordHeader? {
+        guard offset >= ringStart,
+              let header = RecordHeader.read(from: base, at: offset, limit: limit, seed: seed, liveEntryKeyLength: keyLength),
               header.kind == .entry, header.isLive, header.sequence >= firstValidSequence else { return nil }
         return header
     }
