@@ -70,6 +70,37 @@ struct BasicOperationsTests {
         #expect(try reopened.bytes(forKey: "after") == [7])
     }
 
+    /// Every kind of read counts once, whichever path answers it (the short path of the copying
+    /// reads, or the careful one for compressed, expired and too-large values).
+    @Test func everyReadCountsOneHitOrOneMiss() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path(), options: .init(capacity: .bytes(4 << 20)))
+        try cache.set(jsonLike(1, count: 3000), forKey: "packed", compression: .lz4)
+        try cache.set(pattern(1, count: 100), forKey: "plain")
+        try cache.set([1], forKey: "past", expiry: .date(Date(timeIntervalSinceNow: -10)))
+        func expectCounts(hits: UInt64, misses: UInt64, _ comment: Comment) {
+            #expect(cache.stats.hits == hits && cache.stats.misses == misses, comment)
+        }
+        expectCounts(hits: 0, misses: 0, "after writes")
+        #expect(try cache.data(forKey: "packed") == Data(jsonLike(1, count: 3000)))
+        expectCounts(hits: 1, misses: 0, "a compressed hit")
+        #expect(try cache.data(forKey: "past") == nil)
+        expectCounts(hits: 1, misses: 1, "an expired entry")
+        #expect(try cache.data(forKey: "absent") == nil)
+        expectCounts(hits: 1, misses: 2, "an absent key")
+        var small = [UInt8](repeating: 0, count: 10)
+        #expect(try small.withUnsafeMutableBytes { try cache.copyValue(forKey: "plain", into: $0) } == 100)
+        expectCounts(hits: 1, misses: 2, "a buffer too small reads nothing")
+        // What an offline-first read falls back on (`Cache+Loading.swift`).
+        let stale = try Array("past".utf8).withUnsafeBytes { (key) throws(LarderError) in
+            try cache.copyData(forKey: key, includingExpired: true)
+        }
+        #expect(stale == Data([1]))
+        expectCounts(hits: 2, misses: 2, "an expired entry read on purpose")
+        #expect(try cache.data(forKey: "plain") == Data(pattern(1, count: 100)))
+        expectCounts(hits: 3, misses: 2, "a plain hit")
+    }
+
     @Test func countsSizesAndStatistics() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 1 << 20)

@@ -1,5 +1,6 @@
 import CLarderSupport
 import Testing
+@testable import Larder
 
 /// The checksum and the hash are part of the file format: other implementations must be able to
 /// reproduce them from the published algorithms. These are the algorithms' reference vectors.
@@ -51,6 +52,26 @@ struct ChecksumAndHashTests {
             #expect(fused == separate, "length \(length)")
             #expect(destination.prefix(length).elementsEqual(source.prefix(length)))
             #expect(destination.dropFirst(length).allSatisfy { $0 == 0 })
+        }
+    }
+
+    /// Keys are compared as overlapping words from 8 to 32 bytes: every byte must count.
+    @Test func keyComparisonSeesEveryByte() {
+        for count in 0...70 {
+            let original = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 5) }
+            original.withUnsafeBytes { key in
+                original.withUnsafeBytes { #expect(key.sameBytes(as: $0), "\(count) equal bytes") }
+                for position in 0..<count {
+                    for bit in [0, 7] {
+                        var changed = original
+                        changed[position] ^= UInt8(1 << bit)
+                        changed.withUnsafeBytes { #expect(!key.sameBytes(as: $0), "\(count) bytes, bit \(bit) of byte \(position)") }
+                    }
+                }
+                if count > 0 {
+                    original.dropLast().withUnsafeBytes { #expect(!key.sameBytes(as: $0), "\(count) against \(count - 1)") }
+                }
+            }
         }
     }
 

@@ -146,7 +146,7 @@ struct ChecksumLongBufferTests {
         var wrong: [String] = []
         for (index, length) in Self.lengths.enumerated() {
             let offset = Self.offsets[index % 4]
-            for prefix in [0, 1, 13, 37, 300].filter({ $0 <= length }) {
+            for prefix in [0, 1, 13, 37, 255, 256, 300].filter({ $0 <= length }) {
                 let destinationOffset = (index + prefix) % 8
                 buffers.clearDestination()
                 let source = buffers.source.baseAddress! + offset

@@ -479,6 +479,42 @@ struct DamagedFileTests {
         #expect(try cache.bytes(forKey: "k42").flatMap { VersionedValue.check($0, key: 42) } == 2)
     }
 
+    /// The copying reads (`data`, `copyValue`, and so `larder_get`) take a short path first and
+    /// leave a checksum mismatch to the careful one: either way a damaged value is an error, and
+    /// counts as neither a hit nor a miss. Lengths on both sides of the short checksum's limit.
+    @Test(arguments: [1, 9, 100, 255, 256, 300, 5000])
+    func aDamagedValueIsAnErrorThroughTheCopyingReads(valueLength: Int) throws {
+        let directory = TemporaryDirectory()
+        let key = "key-of-twenty-bytes!"
+        do {
+            let cache = try Cache(at: directory.path(), capacity: 2 << 20)
+            try cache.set(pattern(7, count: valueLength), forKey: key)
+            try cache.set([1, 2, 3], forKey: "other")
+            try cache.close()
+        }
+        try rewrite(directory.path()) { bytes in
+            let valueStart = bytes.firstRange(of: Array(key.utf8))!.upperBound
+            bytes[valueStart + valueLength - 1] ^= 0x40
+        }
+        let cache = try Cache(path: directory.path())
+        let before = cache.stats
+        do {
+            _ = try cache.data(forKey: key)
+            Issue.record("data(forKey:) returned a damaged value")
+        } catch {
+            #expect(error.code == .corrupt)
+        }
+        var buffer = [UInt8](repeating: 0, count: valueLength)
+        do {
+            _ = try buffer.withUnsafeMutableBytes { try cache.copyValue(forKey: key, into: $0) }
+            Issue.record("copyValue(forKey:into:) returned a damaged value")
+        } catch let error as LarderError {
+            #expect(error.code == .corrupt)
+        }
+        #expect(cache.stats.hits == before.hits && cache.stats.misses == before.misses)
+        #expect(try cache.data(forKey: "other") == Data([1, 2, 3]))
+    }
+
     @Test func aZeroedStatePageIsRebuilt() throws {
         let directory = TemporaryDirectory()
         try makeCache(directory.path())

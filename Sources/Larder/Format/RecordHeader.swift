@@ -146,9 +146,9 @@ struct RecordHeader: Equatable {
     /// Reads and checks the header at `offset`: magic, kind, header checksum, and that the record
     /// lies inside `[offset, limit)`. Returns nil for anything else, whatever the bytes are.
     ///
-    /// The 48 bytes are copied once, after the first word's acquiring load, and checked and
-    /// decoded from the copy: a writer of another process reusing the place meanwhile can make
-    /// the checksum fail, never yield a header mixing two records.
+    /// Each of the six words is loaded once, the first with acquiring order, and checked and
+    /// decoded from what was loaded: a writer of another process reusing the place meanwhile can
+    /// make the checksum fail, never yield a header mixing two records.
     static func read(from file: MappedFile, at offset: Int, limit: Int, seed: UInt32) -> RecordHeader? {
         read(from: file.base, at: offset, limit: min(limit, file.size), seed: seed)
     }
