@@ -8,12 +8,16 @@ extension CacheStore {
     func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, compress: Bool,
              expiry: Expiry) throws(LarderError) {
         try validateKey(key)
+        // The index slot this put will look at once its record is written starts loading now,
+        // so that its cache miss overlaps the placement and the copy instead of following them.
+        let hash = KeyHash(key)
+        active.prefetchHome(ofTag: hash.tag)
+        draining?.prefetchHome(ofTag: hash.tag)
         // Before the placement: a migration step that meets a damaged index rebuilds it, which
         // may move the index segments the placement works around.
         try stepMigration()
         // Refuses a value that cannot fit before any entry changes, so that it loses nothing.
         var (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compress)
-        let hash = KeyHash(key)
         if state.entryCount >= active.loadLimit {
             try ensureIndexRoom()
             // A new index segment in the ring may now be in the way.
