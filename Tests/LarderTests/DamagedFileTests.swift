@@ -479,6 +479,31 @@ struct DamagedFileTests {
         #expect(try cache.bytes(forKey: "k42").flatMap { VersionedValue.check($0, key: 42) } == 2)
     }
 
+    /// A hostile header that passes its checksum but claims a value running past the end of the
+    /// file: no read follows it out of the file; its key reads as absent, every other key as
+    /// written.
+    @Test func aHeaderClaimingBytesPastTheFileIsNotFollowed() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeCache(path)
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
+        try rewrite(path) { bytes in
+            let offset = recordOffset(ofKey: "k7", in: bytes)
+            let length = UInt64(size - offset)
+            store(length | length << 32, at: offset + RecordHeader.Field.storedLength, in: &bytes)
+            resealHeader(at: offset, in: &bytes)
+        }
+        let cache = try Cache(path: path)
+        #expect(try cache.data(forKey: "k7") == nil)
+        var buffer = [UInt8](repeating: 0, count: 64)
+        #expect(try buffer.withUnsafeMutableBytes { try cache.copyValue(forKey: "k7", into: $0) } == nil)
+        #expect(try cache.bytes(forKey: "k7") == nil)
+        #expect(!cache.contains("k7"))
+        for key in 0..<200 where key != 7 {
+            #expect(VersionedValue.check(try #require(try cache.bytes(forKey: "k\(key)")), key: key) == 1)
+        }
+    }
+
     /// The copying reads (`data`, `copyValue`, and so `larder_get`) take a short path first and
     /// leave a checksum mismatch to the careful one: either way a damaged value is an error, and
     /// counts as neither a hit nor a miss. Lengths on both sides of the short checksum's limit.
