@@ -34,7 +34,7 @@ let package = Package(
         .systemLibrary(name: "CLarderABI"),
         .target(
             name: "LarderC",
-            dependencies: ["Larder", "CLarderABI"]
+            dependencies: ["Larder", "CLarderABI", "CLarderSupport"]
         ),
         .executableTarget(
             name: "larder-demo",

@@ -5,6 +5,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import CLarderSupport
 import Larder
 
 /// The detail of the last error on each thread, kept as a C string for
@@ -23,13 +24,19 @@ enum LastError {
         let previous = pthread_getspecific(key)
         pthread_setspecific(key, strdup(message))
         free(previous)
+        lrd_set_has_error_message(1)
     }
 
+    /// Called by every function of the C API: a thread-local flag spares the usual call, which
+    /// has no message to clear, the key's lookup.
+    @inline(__always)
     static func clear() {
+        guard lrd_has_error_message() != 0 else { return }
         if let previous = pthread_getspecific(key) {
             pthread_setspecific(key, nil)
             free(previous)
         }
+        lrd_set_has_error_message(0)
     }
 
     static var message: UnsafePointer<CChar> {

@@ -4,7 +4,7 @@
  * the public C API (`larder_*`, include/larder.h).
  *
  * Nothing here knows the file format; it is checksums, hashing, atomics on
- * shared (mapped) memory and byte-range file locks.
+ * shared (mapped) memory, byte-range file locks and two per-thread words.
  */
 #ifndef CLARDER_SUPPORT_H
 #define CLARDER_SUPPORT_H
@@ -128,6 +128,25 @@ void lrd_rwlock_read_lock(uint64_t *word);
 void lrd_rwlock_read_unlock(uint64_t *word);
 void lrd_rwlock_write_lock(uint64_t *word);
 void lrd_rwlock_write_unlock(uint64_t *word);
+
+/* Two words of per-thread state, a load or a store away (Swift has no thread-local storage of its
+ * own; pthread_getspecific and pthread_setspecific are calls of 10 to 25 instructions, on every
+ * read and write). Initial-exec TLS on ELF platforms: 16 bytes of the static TLS block, which
+ * glibc and musl keep a surplus of for libraries loaded later. */
+#if defined(__ELF__)
+#define LRD_THREAD_LOCAL _Thread_local __attribute__((tls_model("initial-exec")))
+#else
+#define LRD_THREAD_LOCAL _Thread_local
+#endif
+/* The cache (an opaque pointer) whose memory this thread is borrowing, or NULL (BorrowMarker). */
+extern LRD_THREAD_LOCAL void *lrd_thread_borrowed;
+/* Whether this thread holds an error message for the C API (LastError). */
+extern LRD_THREAD_LOCAL int lrd_thread_has_error_message;
+
+static inline void *lrd_borrowed(void) { return lrd_thread_borrowed; }
+static inline void lrd_set_borrowed(void *owner) { lrd_thread_borrowed = owner; }
+static inline int lrd_has_error_message(void) { return lrd_thread_has_error_message; }
+static inline void lrd_set_has_error_message(int has) { lrd_thread_has_error_message = has; }
 
 /* Whether process `pid` still exists (kill(pid, 0) does not fail with ESRCH). */
 int lrd_process_exists(int64_t pid);
