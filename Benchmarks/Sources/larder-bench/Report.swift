@@ -326,9 +326,11 @@ struct Report {
         - Keys, values and operation sequences are made before the clock starts, from fixed seeds. \
         Throughput is operations over the whole loop; latency is every 16th operation timed on its own with \
         `clock_gettime(CLOCK_MONOTONIC)` (so it includes about 20 ns of clock reading).
-        - Each store and value size runs in a fresh process and a fresh directory; fill and delete run over \
-        all keys, the other loops for \(String(format: "%g", plan.seconds)) s each. The figures are medians of \
-        \(plan.reps) repetitions.
+        - Each store, value size and repetition runs in a fresh process and a fresh directory; fill and \
+        delete run over all keys, the other loops for \(String(format: "%g", plan.seconds)) s each. The figures \
+        are medians of \(plan.reps) repetitions, which go round the stores (every store once, then again, in \
+        an order turned by one each round), so that a slow minute of the machine lands on one repetition of \
+        each store rather than on one store.
         - Configurations: SQLite WAL, `synchronous=OFF`, prepared statements, a `(k BLOB PRIMARY KEY, v BLOB)` \
         table; LMDB `MDB_NOSYNC | MDB_WRITEMAP`, one write transaction per put, reads through a reset/renewed \
         read transaction; tkrzw HashDBM on a memory-mapped file, buckets for twice the keys, reads through a \

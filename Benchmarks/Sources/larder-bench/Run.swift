@@ -34,14 +34,23 @@ enum Run {
 
         if plan.sections.contains("main") {
             for (valueSize, keys) in plan.sizes.map({ ($0.valueSize, $0.keys) }) {
-                for peer in plan.peers {
-                    progress("main: \(peer.rawValue), \(valueSize)-byte values, \(keys) keys")
-                    let p = SuiteParameters(peer: peer, valueSize: valueSize, keys: keys, reps: plan.reps,
-                                            seconds: plan.seconds, opsCount: plan.opsCount, directory: scratch)
-                    let r = try Suite.spawn(p)
-                    for problem in r.problems { progress("  problem: \(problem)") }
-                    results.suites.append(r)
+                // Repetitions go round the stores, in an order turned by one each round, so that a
+                // slow minute of the machine (or the writeback a store leaves behind for the next)
+                // lands on every store once rather than on all repetitions of one: the ratios
+                // between stores are what the targets are about.
+                var rounds: [PeerKind: [SuiteResult]] = [:]
+                for round in 0..<plan.reps {
+                    for index in plan.peers.indices {
+                        let peer = plan.peers[(index + round) % plan.peers.count]
+                        progress("main: \(peer.rawValue), \(valueSize)-byte values, \(keys) keys, round \(round + 1) of \(plan.reps)")
+                        let p = SuiteParameters(peer: peer, valueSize: valueSize, keys: keys, reps: 1,
+                                                seconds: plan.seconds, opsCount: plan.opsCount, directory: scratch)
+                        let r = try Suite.spawn(p)
+                        for problem in r.problems { progress("  problem: \(problem)") }
+                        rounds[peer, default: []].append(r)
+                    }
                 }
+                results.suites += plan.peers.map { Suite.combine(rounds[$0]!) }
             }
         }
         if plan.sections.contains("concurrency") {

@@ -70,7 +70,22 @@ enum Suite {
                            problems: problems.sorted())
     }
 
-    /// Runs in the parent: one child per store.
+    /// One result from the repetitions of one store and value size, each run on its own: the
+    /// median of every figure, the resident memory of the first.
+    static func combine(_ runs: [SuiteResult]) -> SuiteResult {
+        var combined = runs[0]
+        combined.reps = runs.map(\.reps).reduce(0, +)
+        combined.workloads = Dictionary(uniqueKeysWithValues: Workload.allCases.compactMap { workload in
+            let stats = runs.compactMap { $0.workloads[workload] }
+            return stats.isEmpty ? nil : (workload, LoopStats.median(stats))
+        })
+        combined.fillFileBytes = Int(Stats.median(runs.map { Double($0.fillFileBytes) }))
+        combined.fileBytes = Int(Stats.median(runs.map { Double($0.fileBytes) }))
+        combined.problems = Set(runs.flatMap(\.problems)).sorted()
+        return combined
+    }
+
+    /// Runs in the parent: one child per store and repetition.
     static func spawn(_ p: SuiteParameters) throws -> SuiteResult {
         let json = String(decoding: try JSONEncoder().encode(p), as: UTF8.self)
         return try Child.result(["suite", json], as: SuiteResult.self)
