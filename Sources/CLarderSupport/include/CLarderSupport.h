@@ -131,10 +131,16 @@ void lrd_rwlock_write_unlock(uint64_t *word);
 
 /* Two words of per-thread state, a load or a store away (Swift has no thread-local storage of its
  * own; pthread_getspecific and pthread_setspecific are calls of 10 to 25 instructions, on every
- * read and write). Initial-exec TLS on ELF platforms: 16 bytes of the static TLS block, which
- * glibc and musl keep a surplus of for libraries loaded later. */
-#if defined(__ELF__)
-#define LRD_THREAD_LOCAL _Thread_local __attribute__((tls_model("initial-exec")))
+ * read and write). Hidden, so that two copies of the library in one process never share them.
+ * With glibc, initial-exec: one instruction to reach from libLarderC.so too, at the price of 16
+ * bytes of the static TLS block, whose surplus (about 1.6 KiB, shared by every library loaded
+ * later) glibc keeps for such libraries. musl and Android's bionic refuse initial-exec TLS in a
+ * library opened with dlopen, so there (and on Apple platforms) the default model: a call, in a
+ * shared library, that an executable's linker turns into a plain access. */
+#if defined(__GLIBC__)
+#define LRD_THREAD_LOCAL _Thread_local __attribute__((tls_model("initial-exec"), visibility("hidden")))
+#elif defined(__ELF__)
+#define LRD_THREAD_LOCAL _Thread_local __attribute__((visibility("hidden")))
 #else
 #define LRD_THREAD_LOCAL _Thread_local
 #endif

@@ -286,12 +286,13 @@ public final class Cache: @unchecked Sendable {
 
     /// Calls `body` with the key and the value's length (as callers see it) of every live entry,
     /// in no particular order, until `body` returns false. The key bytes are valid only during
-    /// the call. Writing to this cache from inside `body` throws `.invalidArgument`.
+    /// the call. Writing to, syncing or closing this cache, through any `Cache` on its file, from
+    /// inside `body` throws `.invalidArgument`.
     ///
     /// The corresponding C function is `larder_foreach`.
     public func forEachEntry(_ body: (_ key: UnsafeRawBufferPointer, _ valueLength: Int) throws -> Bool) throws {
         let outcome = try readUnderLock { () throws(LarderError) in
-            try BorrowMarker.borrowing(self) { () throws(LarderError) in
+            try BorrowMarker.borrowing(store) { () throws(LarderError) in
                 try store.forEachEntry { key, header in try body(key, header.rawLength) }
             }
         }
@@ -357,6 +358,9 @@ public final class Cache: @unchecked Sendable {
     ///
     /// The corresponding C function is `larder_sync`.
     public func sync() throws(LarderError) {
+        if BorrowMarker.isBorrowed(store) {
+            throw LarderError(.invalidArgument, "cannot sync the cache from inside forEachEntry on the same thread", path: path)
+        }
         try lock.withWriteLock { () throws(LarderError) in
             try checkOpen()
             try store.sync()
@@ -373,8 +377,8 @@ public final class Cache: @unchecked Sendable {
     /// The corresponding C function is `larder_close`.
     public func close() throws(LarderError) {
         // The bytes lent to this thread would lose their protection while it still uses them.
-        if BorrowMarker.isBorrowed(self) {
-            throw LarderError(.invalidArgument, "cannot close the cache from inside withValue(forKey:_:) on the same thread", path: path)
+        if isBorrowedByThisThread {
+            throw LarderError(.invalidArgument, "cannot close the cache from inside withValue(forKey:_:) or forEachEntry on the same thread", path: path)
         }
         let wasOpen = lock.withWriteLock {
             defer { closedWord.store(1) }
@@ -384,6 +388,14 @@ public final class Cache: @unchecked Sendable {
     }
 
     // MARK: - Locking
+
+    /// Whether this thread is inside this cache's `withValue` (which takes no lock, but lends
+    /// bytes a write through this handle could be asked to overwrite), or inside `forEachEntry` of
+    /// any handle on its file (which holds the read lock every handle on the file shares, so
+    /// that a write or close through any of them would wait for this very thread).
+    private var isBorrowedByThisThread: Bool {
+        BorrowMarker.isBorrowed(self) || BorrowMarker.isBorrowed(store)
+    }
 
     private func checkOpen() throws(LarderError) {
         if isClosed { throw LarderError(.closed, "the cache is closed", path: path) }
@@ -401,8 +413,8 @@ public final class Cache: @unchecked Sendable {
     /// then the writer lock. On failure neither is held.
     @inline(__always)
     private func beginWrite() throws(LarderError) {
-        if BorrowMarker.isBorrowed(self) {
-            throw LarderError(.invalidArgument, "cannot change the cache from inside withValue(forKey:_:) on the same thread", path: path)
+        if isBorrowedByThisThread {
+            throw LarderError(.invalidArgument, "cannot change the cache from inside withValue(forKey:_:) or forEachEntry on the same thread", path: path)
         }
         lock.lockExclusive()
         do throws(LarderError) {

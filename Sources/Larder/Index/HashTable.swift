@@ -16,8 +16,6 @@ struct HashTable {
     static let tagBits = 28
     static let empty: UInt64 = 0
     static let tombstone: UInt64 = 1
-    /// How far `ReadView.prefetch` looks along a probe sequence: one cache line of slots.
-    static let prefetchedSlots = 8
 
     let slots: UnsafeMutablePointer<UInt64>
     let slotCount: Int

@@ -58,31 +58,6 @@ struct ReadView {
         return nil
     }
 
-    /// Starts loading what a lookup of `hash` will read (the slots around its home in each table,
-    /// and the record of the first slot there that carries its tag), for a caller with work to
-    /// do before the lookup: a put looks for the key's old entry only after it has written the
-    /// new record, and finds both cache misses behind it. Follows offsets only to prefetch them,
-    /// so a damaged slot costs nothing.
-    @inline(__always)
-    func prefetch(_ hash: KeyHash) {
-        prefetch(hash, in: active)
-        if let draining { prefetch(hash, in: draining) }
-    }
-
-    @inline(__always)
-    private func prefetch(_ hash: KeyHash, in table: HashTable) {
-        var index = table.home(ofTag: hash.tag)
-        for _ in 0..<HashTable.prefetchedSlots {
-            let slot = table[index]
-            if slot == HashTable.empty { return }
-            if HashTable.tag(of: slot) == hash.tag {
-                lrd_prefetch(base + min(HashTable.offset(of: slot), limit &- 1))
-                return
-            }
-            index &+= 1
-        }
-    }
-
     /// The header of the live entry for `key` at `offset`, or nil for anything else. The first
     /// word rules out other records before the header's checksum is computed; the header is then
     /// read and checked whole, and only then are the key bytes compared: a writer may replace the

@@ -1,24 +1,44 @@
 import CLarderSupport
 
-/// Remembers, per thread, which cache's memory the thread is borrowing in `withValue`.
+/// Remembers, per thread, what the thread is borrowing: a `Cache` inside its `withValue`, or the
+/// store of a file inside `forEachEntry`, which holds the in-process read lock that every `Cache`
+/// on that file shares.
 ///
-/// A write from inside `forEachEntry`'s closure would wait for the read lock the same thread
-/// holds: a deadlock. With this marker such a write fails with an error instead. `withValue`
-/// (which takes no lock) keeps the same documented rule: a caller may not change the cache while
-/// it borrows bytes of it. The mark is a word of thread-local storage (CLarderSupport), since
-/// it is looked at on every write and set twice on every `withValue`.
+/// A write (or a sync, or a close) from inside `forEachEntry`'s closure would wait for the read
+/// lock the same thread holds: a deadlock. With this marker it fails with an error instead.
+/// `withValue` (which takes no lock) keeps the documented rule that a caller may not change the
+/// cache while it borrows bytes of it. Borrows nest: the thread's borrows are a list through its
+/// own stack frames, whose head is a word of thread-local storage (CLarderSupport), since it is
+/// looked at on every write and set twice on every `withValue`.
 enum BorrowMarker {
-    /// Runs `body` with `owner` marked as borrowed by this thread, restoring the previous mark.
-    @inline(__always)
-    static func borrowing<R, E: Error>(_ owner: AnyObject, _ body: () throws(E) -> R) throws(E) -> R {
-        let previous = lrd_borrowed()
-        lrd_set_borrowed(Unmanaged.passUnretained(owner).toOpaque())
-        defer { lrd_set_borrowed(previous) }
-        return try body()
+    /// One borrow: its owner, and the borrow it is nested in.
+    private struct Borrow {
+        let owner: UnsafeMutableRawPointer
+        let outer: UnsafeMutableRawPointer?
     }
 
+    /// Runs `body` with `owner` marked as borrowed by this thread, then restores the marks before.
+    @inline(__always)
+    static func borrowing<R, E: Error>(_ owner: AnyObject, _ body: () throws(E) -> R) throws(E) -> R {
+        var borrow = Borrow(owner: Unmanaged.passUnretained(owner).toOpaque(), outer: lrd_borrowed())
+        return try withUnsafeMutablePointer(to: &borrow) { (head) throws(E) -> R in
+            lrd_set_borrowed(head)
+            defer { lrd_set_borrowed(head.pointee.outer) }
+            return try body()
+        }
+    }
+
+    /// Whether this thread is inside a borrow of `owner`, at any depth.
     @inline(__always)
     static func isBorrowed(_ owner: AnyObject) -> Bool {
-        lrd_borrowed() == Unmanaged.passUnretained(owner).toOpaque()
+        var next = lrd_borrowed()
+        guard next != nil else { return false }
+        let wanted = Unmanaged.passUnretained(owner).toOpaque()
+        while let current = next {
+            let borrow = current.assumingMemoryBound(to: Borrow.self).pointee
+            if borrow.owner == wanted { return true }
+            next = borrow.outer
+        }
+        return false
     }
 }
