@@ -148,7 +148,8 @@ int larder_stats(larder *db, struct larder_stats *out);
 /* Calls fn for every live entry, in no particular order, with its key and value length. fn
  * returns 0 to go on; any other value stops the walk and is returned. fn must not change, sync
  * or close the cache, through this handle or another on the same file (it would get
- * LARDER_INVALID_ARGUMENT). */
+ * LARDER_INVALID_ARGUMENT). fn may read it; a read that finds the file changed by another
+ * process meanwhile returns LARDER_BUSY (and works after the walk). */
 typedef int (*larder_foreach_fn)(void *ctx, const void *key, size_t key_len, size_t value_len);
 int larder_foreach(larder *db, larder_foreach_fn fn, void *ctx);
 

@@ -220,6 +220,27 @@ struct BasicOperationsTests {
         #expect(try b.bytes(forKey: "y") == [4])
     }
 
+    /// A read inside `forEachEntry` after another process changed the file's meta page cannot
+    /// take up the change (that needs the exclusive lock this thread's enumeration keeps out): it
+    /// is `.busy`, not a wait for itself; after the enumeration the same read works.
+    @Test(.timeLimit(.minutes(1))) func aReadInsideAnEnumerationThatCannotRefreshIsBusyNotADeadlock() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1], forKey: "a")
+        var codes: [LarderError.Code?] = []
+        try cache.forEachEntry { _, _ in
+            // What a writer of another process does to the shared state when it writes a meta copy.
+            cache.store.state.changeCounter &+= 1
+            codes.append(errorCode { _ = try cache.data(forKey: "a") })
+            codes.append(errorCode { _ = try cache.containsValue(forKey: "a") })
+            // Statistics, which read under the lock, answer too (without the other's change).
+            _ = cache.stats
+            return false
+        }
+        #expect(codes == [.busy, .busy])
+        #expect(try cache.data(forKey: "a") == Data([1]))
+    }
+
     /// The mark is the borrowing thread's own: another thread writes as usual meanwhile.
     @Test(.timeLimit(.minutes(1))) func anotherThreadWritesWhileOneBorrows() throws {
         let directory = TemporaryDirectory()

@@ -287,7 +287,9 @@ public final class Cache: @unchecked Sendable {
     /// Calls `body` with the key and the value's length (as callers see it) of every live entry,
     /// in no particular order, until `body` returns false. The key bytes are valid only during
     /// the call. Writing to, syncing or closing this cache, through any `Cache` on its file, from
-    /// inside `body` throws `.invalidArgument`.
+    /// inside `body` throws `.invalidArgument`. Reads inside `body` work, but one that finds the
+    /// file changed by another process meanwhile throws `.busy` (taking up the change would wait
+    /// for this enumeration); it succeeds after the enumeration.
     ///
     /// The corresponding C function is `larder_foreach`.
     public func forEachEntry(_ body: (_ key: UnsafeRawBufferPointer, _ valueLength: Int) throws -> Bool) throws {
@@ -476,9 +478,14 @@ public final class Cache: @unchecked Sendable {
         }
     }
 
-    /// Takes up what other processes changed; out of line, as it is rare.
+    /// Takes up what other processes changed; out of line, as it is rare. That takes the exclusive
+    /// in-process lock, which a thread inside `forEachEntry` on the file keeps out itself: it gets
+    /// `.busy` instead of waiting for itself (its read may be repeated after the enumeration).
     @inline(never)
     private func refreshView() throws(LarderError) {
+        if BorrowMarker.isBorrowed(store) {
+            throw LarderError(.busy, "another process changed the file during forEachEntry on this thread; read again after it", path: path)
+        }
         try lock.withWriteLock { () throws(LarderError) in
             try checkOpen()
             try store.refreshView()
