@@ -45,6 +45,9 @@ enum Run {
                         progress("main: \(peer.rawValue), \(valueSize)-byte values, \(keys) keys, round \(round + 1) of \(plan.reps)")
                         let p = SuiteParameters(peer: peer, valueSize: valueSize, keys: keys, reps: 1,
                                                 seconds: plan.seconds, opsCount: plan.opsCount, directory: scratch)
+                        // Each store starts with no dirty pages of the one before: the kernel's
+                        // writeback of another store's files would slow (and throttle) its writes.
+                        sync()
                         let r = try Suite.spawn(p)
                         for problem in r.problems { progress("  problem: \(problem)") }
                         rounds[peer, default: []].append(r)
