@@ -396,7 +396,7 @@ public final class Cache: @unchecked Sendable {
     /// any handle on its file (which holds the read lock every handle on the file shares, so
     /// that a write or close through any of them would wait for this very thread).
     private var isBorrowedByThisThread: Bool {
-        BorrowMarker.isBorrowed(self) || BorrowMarker.isBorrowed(store)
+        BorrowMarker.isBorrowed(self, or: store)
     }
 
     private func checkOpen() throws(LarderError) {

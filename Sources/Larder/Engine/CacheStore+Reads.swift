@@ -71,13 +71,20 @@ extension CacheStore {
         while true {
             let epoch = state.indexEpoch
             if let found = view.lookup(key, hash: hash, migrationCursor: state.migrationCursor) { return found }
-            if epoch & 1 == 0 && state.indexEpoch == epoch {
+            if indexStayedSettled(since: epoch) {
                 // Another process may have moved the index elsewhere since this view was taken.
                 if state.changeCounter != view.changeCounter { throw LarderError.staleView }
                 return nil
             }
             if !retry.wait() { return nil }
         }
+    }
+
+    /// Reader: whether no writer of any process was rearranging the index when `epoch` was read,
+    /// nor has begun to since: a lookup that found nothing in between is a true miss.
+    @inline(__always)
+    private func indexStayedSettled(since epoch: UInt64) -> Bool {
+        epoch & 1 == 0 && state.indexEpoch == epoch
     }
 
     /// Reader: `find`, counting a miss when the key is absent.
@@ -155,16 +162,14 @@ extension CacheStore {
                              into destination: (Int) -> UnsafeMutableRawBufferPointer?) -> Attempt {
         let epoch = state.indexEpoch
         guard let found = view.lookup(key, hash: KeyHash(key), migrationCursor: state.migrationCursor) else {
-            guard epoch & 1 == 0 && state.indexEpoch == epoch && state.changeCounter == view.changeCounter else { return .unsettled }
+            guard indexStayedSettled(since: epoch), state.changeCounter == view.changeCounter else { return .unsettled }
             countMiss()
             return .absent
         }
         let header = found.header
         guard !header.isCompressed, includingExpired || !header.isExpiredNow, let target = destination(header.rawLength),
               target.count >= header.storedLength else { return .unsettled }
-        // One pass copies and checksums; the checksum is of the copy, whatever the map holds.
-        let checksum = lrd_crc32c_then_copy(view.seed, key.baseAddress, key.count, target.baseAddress,
-                                            view.storedValue(of: found).baseAddress, header.storedLength)
+        let checksum = view.copyStoredValue(of: found, key: key, to: target.baseAddress)
         guard isUnchanged(found, in: view), checksum == header.dataChecksum else { return .unsettled }
         countHit(found, in: view)
         return .copied(header.rawLength)
@@ -189,14 +194,11 @@ extension CacheStore {
                 return header.rawLength
             }
             precondition(target.count >= header.rawLength)
-            let stored = view.storedValue(of: found)
             let copy = header.isCompressed
                 ? UnsafeMutableRawBufferPointer.allocate(byteCount: max(header.storedLength, 1), alignment: 16)
                 : UnsafeMutableRawBufferPointer(rebasing: target[0..<header.storedLength])
             defer { if header.isCompressed { copy.deallocate() } }
-            // One pass copies and checksums; the checksum is of the copy, whatever the map holds.
-            let checksum = lrd_crc32c_then_copy(view.seed, key.baseAddress, key.count,
-                                                copy.baseAddress, stored.baseAddress, header.storedLength)
+            let checksum = view.copyStoredValue(of: found, key: key, to: copy.baseAddress)
             guard isUnchanged(found, in: view) else { try backOff(&retry, in: view); continue }
             guard checksum == header.dataChecksum else { throw damaged(found) }
             if header.isCompressed {

@@ -89,6 +89,16 @@ struct ReadView {
                                count: found.header.storedLength)
     }
 
+    /// Copies the stored bytes of the entry `found` for `key` to `destination` (room for them), and
+    /// returns the data checksum of `key` ++ the copy: one pass, and the checksum is of the bytes
+    /// copied, whatever the map holds meanwhile.
+    @inline(__always)
+    func copyStoredValue(of found: CacheStore.FoundEntry, key: UnsafeRawBufferPointer,
+                         to destination: UnsafeMutableRawPointer?) -> UInt32 {
+        lrd_crc32c_then_copy(seed, key.baseAddress, key.count, destination,
+                             storedValue(of: found).baseAddress, found.header.storedLength)
+    }
+
     /// Whether the key and value bytes of the entry `found` match its data checksum.
     func dataIsIntact(_ found: CacheStore.FoundEntry) -> Bool {
         found.header.dataIsIntact(record: base + found.offset, seed: seed)

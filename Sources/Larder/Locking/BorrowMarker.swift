@@ -28,15 +28,16 @@ enum BorrowMarker {
         }
     }
 
-    /// Whether this thread is inside a borrow of `owner`, at any depth.
+    /// Whether this thread is inside a borrow of `owner` (or of `other`), at any depth.
     @inline(__always)
-    static func isBorrowed(_ owner: AnyObject) -> Bool {
+    static func isBorrowed(_ owner: AnyObject, or other: AnyObject? = nil) -> Bool {
         var next = lrd_borrowed()
         guard next != nil else { return false }
         let wanted = Unmanaged.passUnretained(owner).toOpaque()
+        let alsoWanted = other.map { Unmanaged.passUnretained($0).toOpaque() }
         while let current = next {
             let borrow = current.assumingMemoryBound(to: Borrow.self).pointee
-            if borrow.owner == wanted { return true }
+            if borrow.owner == wanted || borrow.owner == alsoWanted { return true }
             next = borrow.outer
         }
         return false
