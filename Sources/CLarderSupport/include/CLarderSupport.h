@@ -81,6 +81,14 @@ static inline void lrd_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELE
 /* A hint to start loading the cache line at `p` (never faults, whatever the address). */
 static inline void lrd_prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }
 
+/* Hints to start loading the cache lines after the one at `p` that hold its first `length`
+ * bytes, at most 2 KiB (beyond that the hardware's stream prefetcher has caught on). */
+static inline void lrd_prefetch_following(const void *p, uint64_t length) {
+    const char *line = (const char *)((uintptr_t)p & ~(uintptr_t)63);
+    const char *end = (const char *)p + (length < 2048 ? length : 2048);
+    for (line += 64; line < end; line += 64) __builtin_prefetch(line, 0, 3);
+}
+
 /* A spin-wait hint to the CPU. */
 static inline void lrd_spin_pause(void) {
 #if defined(__x86_64__) || defined(__i386__)

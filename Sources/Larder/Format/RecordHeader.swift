@@ -167,12 +167,18 @@ struct RecordHeader: Equatable {
         // decoded from its register: a writer of another process reusing the place meanwhile can
         // make the checksum fail, never yield a header mixing two records.
         let word = UInt64(littleEndian: lrd_load_acquire_u64(bytes))
+        let lengthsWord = lrd_load_relaxed_u64(bytes + 8)
         if let liveEntryKeyLength {
             guard Word0.isLiveEntry(word.littleEndian, keyLength: liveEntryKeyLength) else { return nil }
+            // A lookup reads the key and value next: their lines start loading now, not one by
+            // one as the checks reach them (a 1 KiB value is 16 more lines). The stored length is
+            // not checked yet, but a hint never faults and covers at most 2 KiB.
+            let storedLength = UInt64(UInt32(truncatingIfNeeded: UInt64(littleEndian: lengthsWord)))
+            lrd_prefetch_following(bytes, UInt64(size + liveEntryKeyLength) &+ storedLength)
         }
         guard UInt16(truncatingIfNeeded: word) == magic,
               let kind = RecordKind(rawValue: UInt8(truncatingIfNeeded: word >> 16)), kind != .padding else { return nil }
-        var image = (word.littleEndian, lrd_load_relaxed_u64(bytes + 8), lrd_load_relaxed_u64(bytes + 16),
+        var image = (word.littleEndian, lengthsWord, lrd_load_relaxed_u64(bytes + 16),
                      lrd_load_relaxed_u64(bytes + 24), lrd_load_relaxed_u64(bytes + 32), lrd_load_relaxed_u64(bytes + 40))
         // Key and value bytes read after this are at least as new as the fields just loaded
         // (the writer's release fence in `write`): never those of a record this one replaced.
