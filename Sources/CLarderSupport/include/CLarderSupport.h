@@ -82,8 +82,10 @@ static inline void lrd_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELE
 static inline void lrd_prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }
 
 /* Hints to start loading the cache lines after the one at `p` that hold its first `length`
- * bytes, at most 2 KiB (beyond that the hardware's stream prefetcher has caught on). */
+ * bytes, at most 2 KiB (beyond that the hardware's stream prefetcher has caught on). Nothing for
+ * 256 bytes or less: with 100-byte values the hints made no difference and cost 20 instructions. */
 static inline void lrd_prefetch_following(const void *p, uint64_t length) {
+    if (length <= 256) return;
     const char *line = (const char *)((uintptr_t)p & ~(uintptr_t)63);
     const char *end = (const char *)p + (length < 2048 ? length : 2048);
     for (line += 64; line < end; line += 64) __builtin_prefetch(line, 0, 3);

@@ -143,7 +143,7 @@ extension CacheStore {
         switch attemptCopy(forKey: key, in: view, includingExpired: includingExpired, into: destination) {
         case .copied(let length): return length
         case .absent: return nil
-        case .unsettled: return try copyValueCarefully(forKey: key, in: view, includingExpired: includingExpired, into: destination)
+        case .unsettled: return try copyValueCarefully(forKey: key, includingExpired: includingExpired, into: destination)
         }
     }
 
@@ -176,10 +176,14 @@ extension CacheStore {
     }
 
     /// Reader: `copyValue` for every case: expiry, compression, a buffer too small, writers
-    /// changing the record or the index meanwhile, a damaged record.
+    /// changing the record or the index meanwhile, a damaged record. It starts over from the
+    /// view this process published last, not the attempt's: passing the attempt's view would
+    /// have every read build it in memory for this call, which few reads make.
     @inline(never)
-    private func copyValueCarefully(forKey key: UnsafeRawBufferPointer, in view: ReadView, includingExpired: Bool,
+    private func copyValueCarefully(forKey key: UnsafeRawBufferPointer, includingExpired: Bool,
                                     into destination: (Int) -> UnsafeMutableRawBufferPointer?) throws(LarderError) -> Int? {
+        let view = publishedView.load()
+        if state.changeCounter != view.changeCounter { throw LarderError.staleView }
         var retry = Retry()
         while true {
             guard let found = try findCountingMiss(key, in: view, retry: &retry) else { return nil }
