@@ -26,6 +26,12 @@ struct HashTable {
     init(slots: UnsafeMutablePointer<UInt64>, slotCount: Int) {
         precondition(slotCount >= HashTable.minimumSlotCount && slotCount <= HashTable.maximumSlotCount
                      && slotCount & (slotCount - 1) == 0)
+        self.init(checkedSlots: slots, slotCount: slotCount)
+    }
+
+    /// A table whose slot count was checked by `init(slots:slotCount:)` before: the one a
+    /// reader takes from a published view (which every read does) need not check it again.
+    init(checkedSlots slots: UnsafeMutablePointer<UInt64>, slotCount: Int) {
         self.slots = slots
         self.slotCount = slotCount
         self.homeShift = UInt32(HashTable.tagBits - slotCount.trailingZeroBitCount)

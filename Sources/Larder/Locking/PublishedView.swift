@@ -69,9 +69,9 @@ final class PublishedView: @unchecked Sendable {
             }
             return ReadView(
                 base: base, limit: Int(limit), ringStart: ringStart, seed: seed, firstValidSequence: firstValid,
-                active: HashTable(slots: active, slotCount: Int(activeCount)),
+                active: HashTable(checkedSlots: active, slotCount: Int(activeCount)),
                 draining: UnsafeMutablePointer<UInt64>(bitPattern: UInt(drainingSlots))
-                    .map { HashTable(slots: $0, slotCount: Int(drainingCount)) },
+                    .map { HashTable(checkedSlots: $0, slotCount: Int(drainingCount)) },
                 changeCounter: changeCounter)
         }
     }
