@@ -44,6 +44,18 @@ struct Plan: Codable, Sendable {
         scaleEntries = 10_000_000
         compressionSizes = [SizedKeys(256, 200_000), SizedKeys(4096, 32_000), SizedKeys(64 << 10, 2000)]
     }
+
+    /// The order in which round `round` takes `count` stores (indices into `peers`): every
+    /// `stride`-th store from the `round`-th on, with a stride that has no factor in common with
+    /// `count` and grows from round to round (1, then 3, 5, 7 for eight stores). The store that
+    /// runs before store `i` is then `i - stride`: another one each round, as long as there are
+    /// strides to take.
+    static func order(of count: Int, round: Int) -> [Int] {
+        func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+        let strides = (1...max(count, 1)).filter { gcd($0, count) == 1 }
+        let stride = strides[round % strides.count]
+        return (0..<count).map { (round + $0 * stride) % count }
+    }
 }
 
 /// The command line of a run.

@@ -381,10 +381,12 @@ struct Report {
         `clock_gettime(CLOCK_MONOTONIC)` (so it includes about 20 ns of clock reading).
         - Each store, value size and repetition runs in a fresh process and a fresh directory; fill and \
         delete run over all keys, the other loops for \(String(format: "%g", plan.seconds)) s each. The figures \
-        are medians of \(plan.reps) repetitions, which go round the stores (every store once, then again, in \
-        an order turned by one each round), so that a slow minute of the machine lands on one repetition of \
-        each store rather than on one store; before each, `sync()` writes back what the stores before left \
-        dirty, so that no store's writes wait for another's writeback.
+        are medians of \(plan.reps) repetitions, which go round the stores (every store once, then again), so \
+        that a slow minute of the machine lands on one repetition of each store rather than on one store. \
+        Each round takes the stores in another order, in which every store follows another store than in \
+        the rounds before (what a store leaves behind, such as memory the host takes back, can slow the \
+        writes of the next). Before each store, `sync()` writes back what the stores before left dirty, so \
+        that no store's writes wait for another's writeback.
         - Configurations: SQLite WAL, `synchronous=OFF`, prepared statements, a `(k BLOB PRIMARY KEY, v BLOB)` \
         table; LMDB `MDB_NOSYNC | MDB_WRITEMAP`, one write transaction per put, reads through a reset/renewed \
         read transaction; tkrzw HashDBM on a memory-mapped file, buckets for twice the keys, reads through a \

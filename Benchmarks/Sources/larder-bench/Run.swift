@@ -34,14 +34,16 @@ enum Run {
 
         if plan.sections.contains("main") {
             for (valueSize, keys) in plan.sizes.map({ ($0.valueSize, $0.keys) }) {
-                // Repetitions go round the stores, in an order turned by one each round, so that a
-                // slow minute of the machine (or the writeback a store leaves behind for the next)
-                // lands on every store once rather than on all repetitions of one: the ratios
-                // between stores are what the targets are about.
+                // Repetitions go round the stores, so that a slow minute of the machine lands on
+                // every store once rather than on all repetitions of one: the ratios between stores
+                // are what the targets are about. Each round also gives every store another store
+                // before it (what that one leaves behind, such as freed memory the host takes back,
+                // can slow the next one's writes), so that no neighbour sets a median.
                 var rounds: [PeerKind: [SuiteResult]] = [:]
                 for round in 0..<plan.reps {
-                    for index in plan.peers.indices {
-                        let peer = plan.peers[(index + round) % plan.peers.count]
+                    let order = Plan.order(of: plan.peers.count, round: round)
+                    for index in order {
+                        let peer = plan.peers[index]
                         progress("main: \(peer.rawValue), \(valueSize)-byte values, \(keys) keys, round \(round + 1) of \(plan.reps)")
                         let p = SuiteParameters(peer: peer, valueSize: valueSize, keys: keys, reps: 1,
                                                 seconds: plan.seconds, opsCount: plan.opsCount, directory: scratch)
