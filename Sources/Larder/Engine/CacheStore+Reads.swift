@@ -66,11 +66,14 @@ extension CacheStore {
     /// writer died in the middle and no writer came after) is waited for only so long: the
     /// answer is then a miss, which a cache may always give, never a wrong value.
     @inline(__always)
-    private func find(_ key: UnsafeRawBufferPointer, in view: ReadView, retry: inout Retry) throws(LarderError) -> FoundEntry? {
+    private func find(_ key: UnsafeRawBufferPointer, in view: ReadView, valueFollows: Bool = true,
+                      retry: inout Retry) throws(LarderError) -> FoundEntry? {
         let hash = KeyHash(key)
         while true {
             let epoch = state.indexEpoch
-            if let found = view.lookup(key, hash: hash, migrationCursor: state.migrationCursor) { return found }
+            if let found = view.lookup(key, hash: hash, migrationCursor: state.migrationCursor, valueFollows: valueFollows) {
+                return found
+            }
             if indexStayedSettled(since: epoch) {
                 // Another process may have moved the index elsewhere since this view was taken.
                 if state.changeCounter != view.changeCounter { throw LarderError.staleView }
@@ -161,7 +164,7 @@ extension CacheStore {
     private func attemptCopy(forKey key: UnsafeRawBufferPointer, in view: ReadView, includingExpired: Bool,
                              into destination: (Int) -> UnsafeMutableRawBufferPointer?) -> Attempt {
         let epoch = state.indexEpoch
-        guard let found = view.lookup(key, hash: KeyHash(key), migrationCursor: state.migrationCursor) else {
+        guard let found = view.lookup(key, hash: KeyHash(key), migrationCursor: state.migrationCursor, valueFollows: true) else {
             guard indexStayedSettled(since: epoch), state.changeCounter == view.changeCounter else { return .unsettled }
             countMiss()
             return .absent
@@ -286,7 +289,7 @@ extension CacheStore {
         try validateKey(key)
         var retry = Retry()
         while true {
-            guard let found = try find(key, in: view, retry: &retry) else { return false }
+            guard let found = try find(key, in: view, valueFollows: false, retry: &retry) else { return false }
             let expired = found.header.isExpiredNow
             if isUnchanged(found, in: view) { return !expired }
             try backOff(&retry, in: view)

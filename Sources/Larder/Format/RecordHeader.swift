@@ -156,11 +156,14 @@ struct RecordHeader: Equatable {
     /// `read(from:at:limit:seed:)` for a caller that knows `[0, limit)` of the map at `base` to
     /// be file (a `ReadView`).
     ///
-    /// - Parameter liveEntryKeyLength: when given, anything but a live entry with a key of this
-    ///   length is turned down on its first word, before the checksum is computed (a lookup).
+    /// - Parameters:
+    ///   - liveEntryKeyLength: when given, anything but a live entry with a key of this length is
+    ///     turned down on its first word, before the checksum is computed (a lookup).
+    ///   - valueFollows: the caller reads the value of such an entry next (a get, not a put
+    ///     looking for the entry it replaces).
     @inline(__always)
     static func read(from base: UnsafeRawPointer, at offset: Int, limit: Int, seed: UInt32,
-                     liveEntryKeyLength: Int? = nil) -> RecordHeader? {
+                     liveEntryKeyLength: Int? = nil, valueFollows: Bool = false) -> RecordHeader? {
         guard offset & (FileLayout.recordAlignment - 1) == 0, offset >= 0, offset <= limit &- size else { return nil }
         let bytes = base + offset
         // Each word is loaded from the map once (atomically, so never twice), and checked and
@@ -170,11 +173,13 @@ struct RecordHeader: Equatable {
         let lengthsWord = lrd_load_relaxed_u64(bytes + 8)
         if let liveEntryKeyLength {
             guard Word0.isLiveEntry(word.littleEndian, keyLength: liveEntryKeyLength) else { return nil }
-            // A lookup reads the key and value next: their lines start loading now, not one by
-            // one as the checks reach them (a 1 KiB value is 16 more lines). The stored length is
-            // not checked yet, but a hint never faults and covers at most 2 KiB.
-            let storedLength = UInt64(UInt32(truncatingIfNeeded: UInt64(littleEndian: lengthsWord)))
-            lrd_prefetch_following(bytes, UInt64(size + liveEntryKeyLength) &+ storedLength)
+            if valueFollows {
+                // The key and value lines start loading now, not one by one as the checks reach
+                // them (a 1 KiB value is 16 more lines). The stored length is not checked yet, but
+                // a hint never faults and covers at most 2 KiB.
+                let storedLength = UInt64(UInt32(truncatingIfNeeded: UInt64(littleEndian: lengthsWord)))
+                lrd_prefetch_following(bytes, UInt64(size + liveEntryKeyLength) &+ storedLength)
+            }
         }
         guard UInt16(truncatingIfNeeded: word) == magic,
               let kind = RecordKind(rawValue: UInt8(truncatingIfNeeded: word >> 16)), kind != .padding else { return nil }

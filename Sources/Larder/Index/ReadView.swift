@@ -25,9 +25,12 @@ struct ReadView {
     /// Finds the live entry for `key`, checking its header, bounds and key bytes (not the value's
     /// checksum: callers that hand out the value do that).
     ///
-    /// - Parameter migrationCursor: how far the draining table has been moved into the active one.
+    /// - Parameters:
+    ///   - migrationCursor: how far the draining table has been moved into the active one.
+    ///   - valueFollows: the caller reads the entry's value next (its lines start loading early).
     @inline(__always)
-    func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, migrationCursor: Int) -> CacheStore.FoundEntry? {
+    func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, migrationCursor: Int,
+                valueFollows: Bool = false) -> CacheStore.FoundEntry? {
         // While the index grows, most keys are still where the migration cursor has not been:
         // looking there first saves a probe of the other table (a cache miss) on most hits.
         // Either order finds the key; both tables are searched before a miss. One loop serves
@@ -46,7 +49,7 @@ struct ReadView {
             var header: RecordHeader?
             var offset = 0
             if let slotIndex = table.find(tag: hash.tag, where: { candidate in
-                header = entryHeader(at: candidate, key: key)
+                header = entryHeader(at: candidate, key: key, valueFollows: valueFollows)
                 offset = candidate
                 return header != nil
             }), let header {
@@ -64,8 +67,8 @@ struct ReadView {
     /// record meanwhile, and the reader's final check (same sequence number, still live) vouches
     /// only for bytes read after the header it names.
     @inline(__always)
-    private func entryHeader(at offset: Int, key: UnsafeRawBufferPointer) -> RecordHeader? {
-        guard let header = entryHeader(at: offset, keyLength: key.count),
+    private func entryHeader(at offset: Int, key: UnsafeRawBufferPointer, valueFollows: Bool) -> RecordHeader? {
+        guard let header = entryHeader(at: offset, keyLength: key.count, valueFollows: valueFollows),
               UnsafeRawBufferPointer(start: base + offset + RecordHeader.size, count: key.count).sameBytes(as: key)
         else { return nil }
         return header
@@ -73,11 +76,14 @@ struct ReadView {
 
     /// The header of the live, valid entry at `offset`, or nil for anything else.
     ///
-    /// - Parameter keyLength: when given, the length the entry's key must have.
+    /// - Parameters:
+    ///   - keyLength: when given, the length the entry's key must have.
+    ///   - valueFollows: the caller reads the entry's value next.
     @inline(__always)
-    func entryHeader(at offset: Int, keyLength: Int? = nil) -> RecordHeader? {
+    func entryHeader(at offset: Int, keyLength: Int? = nil, valueFollows: Bool = false) -> RecordHeader? {
         guard offset >= ringStart,
-              let header = RecordHeader.read(from: base, at: offset, limit: limit, seed: seed, liveEntryKeyLength: keyLength),
+              let header = RecordHeader.read(from: base, at: offset, limit: limit, seed: seed,
+                                             liveEntryKeyLength: keyLength, valueFollows: valueFollows),
               header.kind == .entry, header.isLive, header.sequence >= firstValidSequence else { return nil }
         return header
     }
