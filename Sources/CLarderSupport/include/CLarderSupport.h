@@ -86,9 +86,14 @@ static inline void lrd_prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }
  * 256 bytes or less: with 100-byte values the hints made no difference and cost 20 instructions. */
 static inline void lrd_prefetch_following(const void *p, uint64_t length) {
     if (length <= 256) return;
-    const char *line = (const char *)((uintptr_t)p & ~(uintptr_t)63);
-    const char *end = (const char *)p + (length < 2048 ? length : 2048);
-    for (line += 64; line < end; line += 64) __builtin_prefetch(line, 0, 3);
+    /* In integers: the range may run past the end of the mapping, which hints may. The line
+     * after p's is always below the end (length > 256). */
+    uintptr_t line = ((uintptr_t)p & ~(uintptr_t)63) + 64;
+    uintptr_t end = (uintptr_t)p + (length < 2048 ? length : 2048);
+    do {
+        __builtin_prefetch((const void *)line, 0, 3);
+        line += 64;
+    } while (line < end);
 }
 
 /* A spin-wait hint to the CPU. */

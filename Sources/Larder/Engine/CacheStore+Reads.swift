@@ -66,7 +66,7 @@ extension CacheStore {
     /// writer died in the middle and no writer came after) is waited for only so long: the
     /// answer is then a miss, which a cache may always give, never a wrong value.
     @inline(__always)
-    private func find(_ key: UnsafeRawBufferPointer, in view: ReadView, valueFollows: Bool = true,
+    private func find(_ key: UnsafeRawBufferPointer, in view: ReadView, valueFollows: Bool,
                       retry: inout Retry) throws(LarderError) -> FoundEntry? {
         let hash = KeyHash(key)
         while true {
@@ -90,10 +90,10 @@ extension CacheStore {
         epoch & 1 == 0 && state.indexEpoch == epoch
     }
 
-    /// Reader: `find`, counting a miss when the key is absent.
+    /// Reader: `find` for a read of the value, counting a miss when the key is absent.
     @inline(__always)
     private func findCountingMiss(_ key: UnsafeRawBufferPointer, in view: ReadView, retry: inout Retry) throws(LarderError) -> FoundEntry? {
-        let found = try find(key, in: view, retry: &retry)
+        let found = try find(key, in: view, valueFollows: true, retry: &retry)
         if found == nil { countMiss() }
         return found
     }
@@ -131,7 +131,9 @@ extension CacheStore {
     ///
     /// The usual read (a value stored as it is, a buffer large enough, nothing changing meanwhile)
     /// and the usual miss are answered inline by one attempt; everything else, and anything that
-    /// goes wrong, is left to `copyValueCarefully`, which starts over. The split is for speed:
+    /// goes wrong, is left to `copyValueCarefully`, which starts over from the view this process
+    /// published last (so `view` must be one `Cache.read` took, and the read may end in
+    /// `.staleView` for `Cache.read` to refresh and repeat). The split is for speed:
     /// the instructions a read runs after its record arrives from memory decide whether the
     /// processor reaches the next read's first load while it waits (Benchmarks/ANALYSIS.md).
     ///

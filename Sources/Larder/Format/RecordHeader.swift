@@ -159,8 +159,8 @@ struct RecordHeader: Equatable {
     /// - Parameters:
     ///   - liveEntryKeyLength: when given, anything but a live entry with a key of this length is
     ///     turned down on its first word, before the checksum is computed (a lookup).
-    ///   - valueFollows: the caller reads the value of such an entry next (a get, not a put
-    ///     looking for the entry it replaces).
+    ///   - valueFollows: with `liveEntryKeyLength`, the caller reads the value of such an entry
+    ///     next (a get, not a put looking for the entry it replaces).
     @inline(__always)
     static func read(from base: UnsafeRawPointer, at offset: Int, limit: Int, seed: UInt32,
                      liveEntryKeyLength: Int? = nil, valueFollows: Bool = false) -> RecordHeader? {

@@ -27,7 +27,8 @@ struct ReadView {
     ///
     /// - Parameters:
     ///   - migrationCursor: how far the draining table has been moved into the active one.
-    ///   - valueFollows: the caller reads the entry's value next (its lines start loading early).
+    ///   - valueFollows: the caller reads the entry's value next (the lines of a record over 256
+    ///     bytes then start loading early).
     @inline(__always)
     func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, migrationCursor: Int,
                 valueFollows: Bool = false) -> CacheStore.FoundEntry? {
@@ -78,7 +79,7 @@ struct ReadView {
     ///
     /// - Parameters:
     ///   - keyLength: when given, the length the entry's key must have.
-    ///   - valueFollows: the caller reads the entry's value next.
+    ///   - valueFollows: with `keyLength`, the caller reads the entry's value next.
     @inline(__always)
     func entryHeader(at offset: Int, keyLength: Int? = nil, valueFollows: Bool = false) -> RecordHeader? {
         guard offset >= ringStart,
