@@ -448,8 +448,7 @@ public final class Cache: @unchecked Sendable {
         if let start = key.baseAddress { lrd_prefetch(start) }
         while true {
             try checkOpen()
-            let view = store.publishedView.load()
-            if store.state.changeCounter == view.changeCounter {
+            if let view = store.publishedViewIfCurrent() {
                 do {
                     return try body(view)
                 } catch where error == LarderError.staleView {

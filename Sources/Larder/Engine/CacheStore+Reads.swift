@@ -61,6 +61,14 @@ extension CacheStore {
             && state.changeCounter == view.changeCounter
     }
 
+    /// Reader: the view this process published last, or nil when the file's change counter has
+    /// moved past it (another process changed the meta page, which the view must take up first).
+    @inline(__always)
+    func publishedViewIfCurrent() -> ReadView? {
+        let view = publishedView.load()
+        return state.changeCounter == view.changeCounter ? view : nil
+    }
+
     /// Reader: one consistent look at `key`'s entry. Retries while a writer in another process
     /// rearranges the index; nil when the key is absent. A rearrangement that never ends (its
     /// writer died in the middle and no writer came after) is waited for only so long: the
@@ -187,8 +195,7 @@ extension CacheStore {
     @inline(never)
     private func copyValueCarefully(forKey key: UnsafeRawBufferPointer, includingExpired: Bool,
                                     into destination: (Int) -> UnsafeMutableRawBufferPointer?) throws(LarderError) -> Int? {
-        let view = publishedView.load()
-        if state.changeCounter != view.changeCounter { throw LarderError.staleView }
+        guard let view = publishedViewIfCurrent() else { throw LarderError.staleView }
         var retry = Retry()
         while true {
             guard let found = try findCountingMiss(key, in: view, retry: &retry) else { return nil }
