@@ -5,7 +5,8 @@
 /// in ring order; the rest is the gap, free except for index segments parked in it. Space is made
 /// at the head by reclaiming records at the tail (Eviction/TailReclaimer.swift): dead ones are
 /// skipped, live ones are relocated to the head or evicted. While the file is below its capacity
-/// it grows instead of wrapping.
+/// nothing is evicted: it grows, unless so much of it is garbage that reclaiming ahead of need
+/// has already freed the room behind the tail, and then the head wraps early and reuses it.
 ///
 /// Index segments are islands: neither head nor tail ever writes over or moves a live one.
 extension CacheStore {
@@ -50,9 +51,8 @@ extension CacheStore {
         return (limit, obstacle)
     }
 
-    /// Free bytes between head and tail in ring order, not counting the index segments that
-    /// sit in that stretch.
-    var gapBytes: Int {
+    /// Bytes of index segments parked in the gap (which the span does not count).
+    private var parkedIslandBytes: Int {
         let head = state.head, tail = state.tail
         let empty = state.spanBytes == 0
         func parked(_ island: (start: Int, end: Int)?) -> Int {
@@ -61,37 +61,55 @@ extension CacheStore {
                                               : island.start >= head || island.start < tail)
             return inGap ? island.end - island.start : 0
         }
-        let parked = parked(activeIsland) + parked(drainingIsland)
-        return (ringEnd - ringStart) - state.spanBytes - parked
+        return parked(activeIsland) + parked(drainingIsland)
     }
 
-    /// The free bytes to keep in front of the head beyond a record of `size`. While the live
-    /// data is below the compaction threshold nothing should be evicted: the fixed slack is then
-    /// joined by up to twice the record's own size (at most a quarter of the ring), so that
-    /// records about as large as the ones being written find a contiguous run to be relocated
-    /// to when the tail reaches them (free bytes may be split by the ring's end); with the fixed
-    /// slack alone, 1 MiB values in a cache a third full lost keys. The extra room is only asked
-    /// for as far as reclaiming dead records can give it, with a margin: relocating a live
-    /// record leaves the room in front of the head as it was, so asking for more than the ring
-    /// holds beyond its live data could only be met by evicting. A fuller cache evicts what was
-    /// not read anyway and keeps its room for values.
+    /// Free bytes between head and tail in ring order, not counting the index segments that
+    /// sit in that stretch.
+    var gapBytes: Int { (ringEnd - ringStart) - state.spanBytes - parkedIslandBytes }
+
+    /// Bytes of the span that reclaiming would free: dead records and padding.
+    var garbageBytes: Int {
+        state.spanBytes - state.liveRecordBytes - (layout.islandBytes - parkedIslandBytes)
+    }
+
+    /// Whether the head has come round behind the tail: its free run then ends at the tail, and
+    /// the file cannot grow until the tail has passed the ring's end.
+    var headIsBehindTail: Bool { state.spanBytes > 0 && state.tail >= state.head }
+
+    /// The free bytes to keep in front of the head beyond a record of `size`, in a ring of the
+    /// file's present size. While the live data is below the compaction threshold (always, below
+    /// the capacity) nothing should be evicted: the fixed slack is then joined by up to twice
+    /// the record's own size (at most a quarter of the ring), so that records about as large as
+    /// the ones being written find a contiguous run to be relocated to when the tail reaches
+    /// them (free bytes may be split by the ring's end); with the fixed slack alone, 1 MiB values
+    /// in a cache a third full lost keys. The extra room is only asked for as far as reclaiming
+    /// dead records can give it, with a margin: relocating a live record leaves the room in
+    /// front of the head as it was, so asking for more than the ring holds beyond its live data
+    /// could only be met by evicting. A fuller cache evicts what was not read anyway and keeps
+    /// its room for values.
     private func slack(for size: Int) -> Int {
+        let fixed = RingLayout.fixedSlack(ringBytes: ringEnd - ringStart)
         let live = state.liveRecordBytes
-        guard live <= compactionThreshold else { return reclaimSlack }
-        let attainable = (usableRingBytes - live - size - reclaimSlack) / 2
-        return reclaimSlack + max(0, min(2 * min(size, usableRingBytes / 8), attainable))
+        guard ringEnd < capacity || live <= compactionThreshold else { return fixed }
+        // The islands always lie within the file.
+        let usable = usableRingBytes - (capacity - ringEnd)
+        let attainable = (usable - live - size - fixed) / 2
+        return fixed + max(0, min(2 * min(size, usable / 8), attainable))
     }
 
     /// Makes `size` bytes at the head free, starting at a multiple of `alignment`, and returns
     /// that offset. The caller writes the record there and then calls `advanceHead(past:)`.
     ///
-    /// Once the file is at its capacity, the tail is kept `slack(for: size)` bytes ahead of what
-    /// the head needs, so that a record read since the tail last passed finds room to be relocated.
+    /// Once the head has come round behind the tail, the tail is kept `slack(for: size)` bytes
+    /// ahead of what the head needs, so that a record read since the tail last passed finds room
+    /// to be relocated.
     func reserve(_ size: Int, alignment: Int = FileLayout.recordAlignment) throws(LarderError) -> Int {
         precondition(size > 0 && size % FileLayout.recordAlignment == 0)
         // Enough to relocate the live records met on the way while a quarter of the ring is
         // garbage, with room for runs of them; still bounded by the put's own size.
         var relocationBudget = max(8 * size, 64 << 10)
+        if ringEnd < capacity { try reclaimAhead(of: size) }
         // A bound on the work, so that a damaged ring can never make this spin.
         var steps = 0
         let stepLimit = 4 * (ringEnd - ringStart) / FileLayout.recordAlignment + 64
@@ -104,26 +122,79 @@ extension CacheStore {
             let start = FileLayout.alignUp(head, alignment)
             let (limit, obstacle) = freeRun(from: head)
             if start + size <= limit {
-                if ringEnd < capacity || state.spanBytes == 0 || gapBytes >= size + slack(for: size) {
+                if (ringEnd < capacity && !headIsBehindTail) || state.spanBytes == 0
+                    || gapBytes >= size + slack(for: size) {
                     if start > head { pad(from: head, to: start) }
                     return start
                 }
-                try reclaimTailRecord(relocationBudget: &relocationBudget)
+                try reclaimTailRecord(relocationBudget: &relocationBudget, unrelocated: unrelocatedRecords)
                 continue
             }
             switch obstacle {
             case .tail:
-                try reclaimTailRecord(relocationBudget: &relocationBudget)
+                try reclaimTailRecord(relocationBudget: &relocationBudget, unrelocated: unrelocatedRecords)
             case .island(let islandStart, let islandEnd):
                 jump(from: head, over: islandStart, to: islandEnd)
             case .ringEnd:
-                if ringEnd < capacity {
+                if ringEnd < capacity && !roomBehindTail(for: size, from: head) {
                     try growFile(toFit: start + size)
                 } else {
                     wrap(from: head)
                 }
             }
         }
+    }
+
+    /// What making room does with a live record at the tail that it cannot relocate: below the
+    /// capacity the file may still grow, so nothing is evicted for room.
+    private var unrelocatedRecords: UnrelocatedRecord { ringEnd < capacity ? .passInPlace : .evict }
+
+    /// Whether wrapping at the ring's end, rather than growing the file, would leave at least
+    /// `size` bytes and the slack free: room that reclaiming ahead of need has freed.
+    private func roomBehindTail(for size: Int, from head: Int) -> Bool {
+        gapBytes - (ringEnd - head) >= size + slack(for: size)
+    }
+
+    /// Below the capacity, when more of the span is garbage than live data, reclaims records at
+    /// the tail before the head needs their room: dead ones are passed, live ones relocated to
+    /// the head, as many record bytes as four times the record being placed (and always one
+    /// record, however large, so that a large live record cannot hold the tail back for good).
+    /// Without it the file would grow to its capacity before anything freed was used again: a
+    /// cache of 100 MB whose values are replaced all the time would take all of a 1 GB
+    /// capacity, in fresh pages. With it, the freed room collects behind the tail, and once it
+    /// can take the next record when the head reaches the ring's end, the head wraps there
+    /// instead of growing the file (`roomBehindTail`). The file then settles at about twice its
+    /// live data. Stops at a record that cannot be relocated without growing the file.
+    private func reclaimAhead(of size: Int) throws(LarderError) {
+        var remaining = max(4 * size, 4 << 10)
+        var relocationBudget = Int.max
+        while remaining > 0, state.spanBytes > 0, garbageBytes >= max(state.liveRecordBytes, reclaimSlack) {
+            let passed = try reclaimTailRecord(relocationBudget: &relocationBudget, unrelocated: .leave)
+            if passed == 0 { return }
+            remaining -= passed
+        }
+    }
+
+    /// Brings the head up to the tail, padding the free bytes in between and stepping over the
+    /// islands and pinned ranges there, so that a live record at the tail can be passed where it
+    /// is. Returns false when the head is not behind the tail.
+    func moveHeadUpToTail() -> Bool {
+        let tail = state.tail
+        guard headIsBehindTail else { return false }
+        // Each step passes an island or a pinned range, or reaches the tail.
+        for _ in 0..<(3 + readers.slotCount) {
+            let head = state.head
+            if head == tail { return true }
+            switch freeRun(from: head).obstacle {
+            case .tail:
+                pad(from: head, to: tail)
+            case .island(let islandStart, let islandEnd):
+                jump(from: head, over: islandStart, to: islandEnd)
+            case .ringEnd:
+                return false
+            }
+        }
+        return state.head == tail
     }
 
     /// Moves the head, without reclaiming anything, to where at least `size` bytes are free in
@@ -199,6 +270,8 @@ struct RingLayout {
     let largestPlaceableRecord: Int
     /// Bytes of the ring (at full capacity) not taken by index segments.
     let usableRingBytes: Int
+    /// Bytes of the live index segments.
+    let islandBytes: Int
     /// Free bytes kept in front of the head while reclaiming, so that records read since the
     /// tail last passed can be relocated rather than evicted.
     let reclaimSlack: Int
@@ -224,7 +297,13 @@ struct RingLayout {
             islandBytes += range.end - range.start
         }
         largestPlaceableRecord = max(longest, capacity - position)
+        self.islandBytes = islandBytes
         usableRingBytes = capacity - ringStart - islandBytes
-        reclaimSlack = min((capacity - ringStart) / 16, 256 << 10) & ~(FileLayout.recordAlignment - 1)
+        reclaimSlack = Self.fixedSlack(ringBytes: capacity - ringStart)
+    }
+
+    /// The fixed part of the free bytes kept in front of the head in a ring of `ringBytes`.
+    static func fixedSlack(ringBytes: Int) -> Int {
+        min(ringBytes / 16, 256 << 10) & ~(FileLayout.recordAlignment - 1)
     }
 }

@@ -6,29 +6,42 @@
 /// copied to the head with the bit cleared, and one that was not is evicted. A key read all the
 /// time is therefore never evicted; the least recently used go first. While the live data is
 /// well below capacity (after removals), unread records are relocated too, so that removing
-/// entries frees room without evicting others. Relocation is bounded per write, so one put never
-/// does work proportional to the cache size.
+/// entries frees room without evicting others. Below the capacity nothing is evicted to make
+/// room: a live record that cannot be relocated is passed where it is. Relocation is bounded per
+/// write, so one put never copies an amount proportional to the cache size.
 extension CacheStore {
     /// Live record bytes below which unread records are kept (relocated) rather than evicted.
     var compactionThreshold: Int { usableRingBytes / 4 * 3 }
 
-    /// Processes the record at the tail and moves the tail past it.
-    func reclaimTailRecord(relocationBudget: inout Int) throws(LarderError) {
+    /// What reclaiming does with a live, unexpired record at the tail that it does not relocate.
+    enum UnrelocatedRecord {
+        /// Evicts it: the file is at its capacity, or an entry must go to make room in the index.
+        case evict
+        /// Keeps it where it is, the head and the tail passing it: the file is below its capacity.
+        case passInPlace
+        /// Leaves it at the tail, and the tail where it is: reclaiming ahead of need stops there.
+        case leave
+    }
+
+    /// Processes the record at the tail and moves the tail past it. Returns the bytes the tail
+    /// passed, or 0 when it moved to the ring's start, rebuilt a damaged ring, or left a record.
+    @discardableResult
+    func reclaimTailRecord(relocationBudget: inout Int, unrelocated: UnrelocatedRecord) throws(LarderError) -> Int {
         let tail = state.tail
         if tail >= ringEnd {
             // Only a damaged state gets here: the tail belongs at the ring's start then.
             moveTail(to: ringStart, consumed: 0)
-            return
+            return 0
         }
         if let length = RecordHeader.paddingLength(in: file, at: tail, limit: ringEnd) {
             moveTail(to: tail + length, consumed: length)
-            return
+            return length
         }
         guard let header = RecordHeader.read(from: file, at: tail, limit: ringEnd, seed: seed) else {
             // Damage where the tail stands: rebuild everything from the records that check out.
             // The caller's loop looks at the new state afterwards.
             try rebuild()
-            return
+            return 0
         }
         let size = header.totalSize
         if header.kind == .entry && header.isLive && header.sequence >= meta.firstValidSequence {
@@ -36,16 +49,41 @@ extension CacheStore {
             if header.isExpired(now: now) {
                 removeEntry(at: tail, header: header, counter: .expirations)
             } else if relocationBudget >= size,
-                      RecordHeader.wasVisited(in: file, at: tail) || state.liveRecordBytes <= compactionThreshold,
+                      ringEnd < capacity || RecordHeader.wasVisited(in: file, at: tail)
+                        || state.liveRecordBytes <= compactionThreshold,
                       makeRunAtHead(of: size) {
                 relocationBudget -= size
                 relocate(from: tail, header: header)
-                return
+                return size
             } else {
-                removeEntry(at: tail, header: header, counter: .evictions)
+                switch unrelocated {
+                case .leave:
+                    return 0
+                case .passInPlace where passInPlace(at: tail, size: size):
+                    return size
+                case .passInPlace, .evict:
+                    removeEntry(at: tail, header: header, counter: .evictions)
+                }
             }
         }
         moveTail(to: tail + size, consumed: size)
+        return size
+    }
+
+    /// Keeps the live record of `size` bytes at the tail where it is, as if relocated onto
+    /// itself: the head comes up to the tail (padding the free bytes before it) and both pass
+    /// the record, which is then the newest in ring order, its access bit clear. It keeps its
+    /// sequence number. Costs no copy, but the free bytes padded are lost until the tail comes
+    /// round again; only for a record the head has no room to take. False when the head cannot
+    /// reach the tail.
+    private func passInPlace(at tail: Int, size: Int) -> Bool {
+        guard moveHeadUpToTail() else { return false }
+        RecordHeader.clearVisited(in: file, at: tail)
+        recordsPassedInPlace += 1
+        // The span (now the whole ring) keeps its length.
+        state.head = tail + size
+        state.tail = tail + size >= ringEnd ? ringStart : tail + size
+        return true
     }
 
     private func moveTail(to offset: Int, consumed: Int) {

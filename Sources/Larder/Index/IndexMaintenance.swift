@@ -121,7 +121,7 @@ extension CacheStore {
             guard slotCount <= HashTable.maximumSlotCount, bytes <= (capacity - ringStart) / 3 else {
                 var noRelocation = 0
                 while state.entryCount + 1 > active.loadLimit && state.spanBytes > 0 {
-                    try reclaimTailRecord(relocationBudget: &noRelocation)
+                    try reclaimTailRecord(relocationBudget: &noRelocation, unrelocated: .evict)
                 }
                 return
             }

@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+@testable @_spi(Inspection) import Larder
+
+/// Below its capacity a cache reuses the room of replaced and removed values instead of growing
+/// its file to the capacity first, and evicts nothing to do so.
+@Suite("Reusing room below the capacity")
+struct SpaceReuseTests {
+    /// A value of `length` bytes that names its key and version.
+    private static func value(key: Int, version: Int, length: Int) -> [UInt8] {
+        var bytes = pattern(key &* 1_000_003 &+ version, count: max(length, 8))
+        withUnsafeBytes(of: (UInt32(key), UInt32(version))) { bytes.replaceSubrange(0..<8, with: $0) }
+        return bytes
+    }
+
+    /// The cache must hold `model` exactly, having evicted nothing; its file must be sound to the
+    /// verifier (span, counts, index, checksums), and a copy taken while it is open, which is
+    /// what a crash leaves, must recover to `model` exactly too.
+    private func expectKeptExactly(_ model: [Int: [UInt8]], in cache: Cache, _ directory: TemporaryDirectory) throws {
+        #expect(cache.stats.evictions == 0)
+        #expect(cache.count == model.count)
+        for (key, value) in model { #expect(try cache.bytes(forKey: "k\(key)") == value, "k\(key)") }
+        let report = try FileInspector(path: directory.path()).verify().report
+        #expect(report.isSound, "\(report.problems.prefix(3).map(\.description))")
+        let copy = directory.path("crashed.larder")
+        try FileManager.default.copyItem(atPath: directory.path(), toPath: copy)
+        let recovered = try Cache(path: copy)
+        #expect(recovered.wasRecovered)
+        #expect(recovered.count == model.count)
+        for (key, value) in model {
+            #expect(try recovered.bytes(forKey: "k\(key)") == value, "k\(key) after recovery")
+        }
+    }
+
+    @Test("values replaced over and over keep the file near twice its live data, far below the capacity")
+    func replacedValuesReuseTheirRoom() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 256 << 20)
+        let keys = 100, length = 16 << 10
+        var model: [Int: [UInt8]] = [:]
+        var generator = SplitMix(seed: 11)
+        // 4,000 values of 16 KiB: 64 MB written, 1.6 MB live at any time.
+        for step in 0..<4_000 {
+            let key = step < keys ? step : Int(generator.next() % UInt64(keys))
+            let value = Self.value(key: key, version: step, length: length)
+            try cache.set(value, forKey: "k\(key)")
+            model[key] = value
+        }
+        #expect(cache.fileBytes <= 8 << 20, "the file grew to \(cache.fileBytes) bytes")
+        #expect(cache.stats.relocations > 0)
+        try expectKeptExactly(model, in: cache, directory)
+    }
+
+    @Test("values of every size, replaced and removed at random, are all kept until the file is full", arguments: [UInt64(21), 22, 23])
+    func mixedSizesLoseNothingBelowTheCapacity(seed: UInt64) throws {
+        let directory = TemporaryDirectory()
+        let capacity = 512 << 20
+        let cache = try Cache(at: directory.path(), capacity: capacity)
+        var model: [Int: [UInt8]] = [:]
+        var generator = SplitMix(seed: seed)
+        for step in 0..<3_000 {
+            let key = Int(generator.next() % 300)
+            if generator.next() % 5 == 0 {
+                try cache.removeValue(forKey: "k\(key)")
+                model[key] = nil
+                continue
+            }
+            // From 8 bytes to 64 KiB, each power of two as likely as the next: records far
+            // larger than the room left in front of the head meet the tail.
+            let length = 8 << Int(generator.next() % 14) + Int(generator.next() % 4096)
+            let value = Self.value(key: key, version: step, length: length)
+            try cache.set(value, forKey: "k\(key)")
+            model[key] = value
+        }
+        #expect(cache.fileBytes < capacity / 4, "the file grew to \(cache.fileBytes) bytes")
+        try expectKeptExactly(model, in: cache, directory)
+    }
+
+    @Test("a file that has come round below its capacity grows again when its live data does")
+    func aWrappedFileGrowsForMoreLiveData() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 256 << 20)
+        let length = 20 << 10
+        var model: [Int: [UInt8]] = [:]
+        var generator = SplitMix(seed: 31)
+        for step in 0..<1_000 {
+            let key = Int(generator.next() % 50)
+            model[key] = Self.value(key: key, version: step, length: length)
+            try cache.set(model[key]!, forKey: "k\(key)")
+        }
+        let churned = cache.fileBytes
+        // Then 20 MB of new keys, many times what the file held.
+        for key in 50..<1_050 {
+            model[key] = Self.value(key: key, version: 0, length: length)
+            try cache.set(model[key]!, forKey: "k\(key)")
+        }
+        #expect(cache.fileBytes > churned + (19 << 20))
+        try expectKeptExactly(model, in: cache, directory)
+    }
+
+    @Test("a large live record that the head has no room to move is kept where it is, not evicted")
+    func aRecordThatCannotMoveIsPassedInPlace() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 256 << 20)
+        var model = [1_000: Self.value(key: 1_000, version: 0, length: 200 << 10)]
+        try cache.set(model[1_000]!, forKey: "k1000")
+        var generator = SplitMix(seed: 5)
+        // Values of 8 KiB on 20 keys: the room in front of the head is often less than 200 KiB
+        // when the tail comes to the large record, and a put may relocate at most 64 KiB.
+        for step in 0..<4_000 {
+            let key = Int(generator.next() % 20)
+            model[key] = Self.value(key: key, version: step, length: 8 << 10)
+            try cache.set(model[key]!, forKey: "k\(key)")
+        }
+        #expect(cache.store.recordsPassedInPlace > 0)
+        #expect(cache.fileBytes <= 2 << 20, "the file grew to \(cache.fileBytes) bytes")
+        try expectKeptExactly(model, in: cache, directory)
+    }
+}
