@@ -99,7 +99,7 @@ struct SpaceReuseTests {
     }
 
     @Test("a large live record that the head has no room to move is kept where it is, not evicted")
-    func aRecordThatCannotMoveIsPassedInPlace() throws {
+    func aRecordThatCannotMoveIsPassedWhereItLies() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 256 << 20)
         var model = [1_000: Self.value(key: 1_000, version: 0, length: 200 << 10)]
@@ -114,6 +114,28 @@ struct SpaceReuseTests {
         }
         #expect(cache.store.recordsPassedInPlace > 0)
         #expect(cache.fileBytes <= 2 << 20, "the file grew to \(cache.fileBytes) bytes")
+        try expectKeptExactly(model, in: cache, directory)
+    }
+
+    @Test("a put that meets more live records than it may move passes the rest of the ring and grows the file")
+    func aMostlyLiveLapIsGivenUp() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 256 << 20)
+        var model: [Int: [UInt8]] = [:]
+        // 2,000 small values side by side, then values of 4 KiB replaced on 20 keys: each lap of
+        // the ring meets the small ones as a run of live records longer than a put may move.
+        for key in 0..<2_000 {
+            model[key] = Self.value(key: key, version: 0, length: 100)
+            try cache.set(model[key]!, forKey: "k\(key)")
+        }
+        var generator = SplitMix(seed: 5)
+        for step in 0..<3_000 {
+            let key = 2_000 + Int(generator.next() % 20)
+            model[key] = Self.value(key: key, version: step, length: 4 << 10)
+            try cache.set(model[key]!, forKey: "k\(key)")
+        }
+        #expect(cache.store.lapsGivenUp > 0)
+        #expect(cache.fileBytes <= 4 << 20, "the file grew to \(cache.fileBytes) bytes")
         try expectKeptExactly(model, in: cache, directory)
     }
 }

@@ -60,9 +60,11 @@ final class CacheStore {
     private(set) var recoveredOnOpen = false
     /// Set while `rebuild()` runs, so that damage it cannot repair is an error, not a loop.
     var isRebuilding = false
-    /// Live records this handle kept where they were below the capacity, having no room to
-    /// relocate them (`passInPlace`): rare enough that a test must know it reached one.
+    /// Live records this handle passed where they lay below the capacity (`passInPlace`), and
+    /// laps of the ring it gave up (`passRestOfRing`): rare enough that a test must know it
+    /// reached them.
     var recordsPassedInPlace = 0
+    var lapsGivenUp = 0
     /// The shared-state change counter this process's view (meta copy, tables, file size) was
     /// taken at; another process that writes the meta page bumps the counter.
     private(set) var viewChangeCounter: UInt64 = 0 { didSet { viewGeneration &+= 1 } }

@@ -7,8 +7,9 @@
 /// time is therefore never evicted; the least recently used go first. While the live data is
 /// well below capacity (after removals), unread records are relocated too, so that removing
 /// entries frees room without evicting others. Below the capacity nothing is evicted to make
-/// room: a live record that cannot be relocated is passed where it is. Relocation is bounded per
-/// write, so one put never copies an amount proportional to the cache size.
+/// room: when a live record cannot be relocated, the rest of the ring is passed where it lies and
+/// the file grows. Relocation is bounded per write, so one put never copies an amount
+/// proportional to the cache size.
 extension CacheStore {
     /// Live record bytes below which unread records are kept (relocated) rather than evicted.
     var compactionThreshold: Int { usableRingBytes / 4 * 3 }
@@ -17,8 +18,11 @@ extension CacheStore {
     enum UnrelocatedRecord {
         /// Evicts it: the file is at its capacity, or an entry must go to make room in the index.
         case evict
-        /// Keeps it where it is, the head and the tail passing it: the file is below its capacity.
-        case passInPlace
+        /// Keeps it where it lies: the file is below its capacity. The head passes it when it has
+        /// no room to take it (`passInPlace`); once the put's relocation budget is spent, the
+        /// head passes everything from it to the ring's end, and the file grows next
+        /// (`passRestOfRing`).
+        case keep
         /// Leaves it at the tail, and the tail where it is: reclaiming ahead of need stops there.
         case leave
     }
@@ -46,10 +50,14 @@ extension CacheStore {
         let size = header.totalSize
         if header.kind == .entry && header.isLive && header.sequence >= meta.firstValidSequence {
             let now = SystemCall.nowMilliseconds()
+            let belowCapacity = ringEnd < capacity
+            // Below the capacity a put may move one record past its budget: a record larger than
+            // the budget would otherwise never move.
+            let withinBudget = belowCapacity ? relocationBudget > 0 : relocationBudget >= size
             if header.isExpired(now: now) {
                 removeEntry(at: tail, header: header, counter: .expirations)
-            } else if relocationBudget >= size,
-                      ringEnd < capacity || RecordHeader.wasVisited(in: file, at: tail)
+            } else if withinBudget,
+                      belowCapacity || RecordHeader.wasVisited(in: file, at: tail)
                         || state.liveRecordBytes <= compactionThreshold,
                       makeRunAtHead(of: size) {
                 relocationBudget -= size
@@ -59,9 +67,11 @@ extension CacheStore {
                 switch unrelocated {
                 case .leave:
                     return 0
-                case .passInPlace where passInPlace(at: tail, size: size):
+                case .keep where !withinBudget && passRestOfRing():
+                    return ringEnd - tail
+                case .keep where withinBudget && passInPlace(at: tail, size: size):
                     return size
-                case .passInPlace, .evict:
+                case .keep, .evict:
                     removeEntry(at: tail, header: header, counter: .evictions)
                 }
             }
@@ -70,19 +80,35 @@ extension CacheStore {
         return size
     }
 
-    /// Keeps the live record of `size` bytes at the tail where it is, as if relocated onto
-    /// itself: the head comes up to the tail (padding the free bytes before it) and both pass
-    /// the record, which is then the newest in ring order, its access bit clear. It keeps its
-    /// sequence number. Costs no copy, but the free bytes padded are lost until the tail comes
-    /// round again; only for a record the head has no room to take. False when the head cannot
-    /// reach the tail.
+    /// Below the capacity, with the head come round behind the tail, keeps the live record of
+    /// `size` bytes at the tail where it lies, as if relocated onto itself, when the head has no
+    /// room to take it: the head comes up to the tail (padding the free bytes in front of it,
+    /// fewer than the record's) and both pass the record. It keeps its sequence number and
+    /// access bit. False when the head cannot reach the tail.
     private func passInPlace(at tail: Int, size: Int) -> Bool {
         guard moveHeadUpToTail() else { return false }
-        RecordHeader.clearVisited(in: file, at: tail)
         recordsPassedInPlace += 1
-        // The span (now the whole ring) keeps its length.
+        // The span, the whole ring since the head reached the tail, keeps its length.
         state.head = tail + size
         state.tail = tail + size >= ringEnd ? ringStart : tail + size
+        return true
+    }
+
+    /// Below the capacity, with the head come round behind the tail, gives up this lap of the
+    /// ring when a put has spent its relocation budget and meets one more live record at the
+    /// tail (the ring is mostly live there): the head comes up to the tail
+    /// (padding the free bytes in front of it), and then the head and the tail both pass
+    /// everything from there to the ring's end where it lies, so that the head stands at the
+    /// ring's end, where the file grows, and the tail at its start. Nothing is copied or
+    /// evicted, at once, however much of the ring is live: the live data has outgrown the file.
+    /// Until the tail comes round again, the padded bytes and the garbage passed stay unused.
+    /// False when the head cannot reach the tail.
+    private func passRestOfRing() -> Bool {
+        guard moveHeadUpToTail() else { return false }
+        lapsGivenUp += 1
+        // The span, the whole ring since the head reached the tail, keeps its length.
+        state.head = ringEnd
+        state.tail = ringStart
         return true
     }
 

@@ -281,8 +281,4 @@ struct RecordHeader: Equatable {
         let expected = Word0.compose(kind: header.kind, flags: header.flags, keyLength: header.keyLength) | Word0.liveBit
         _ = lrd_cas_u64(record, expected.littleEndian, (expected | Word0.visitedBit).littleEndian)
     }
-
-    static func clearVisited(in file: MappedFile, at offset: Int) {
-        file.fetchAnd64((~Word0.visitedBit).littleEndian, at: offset)
-    }
 }
