@@ -69,8 +69,17 @@ extension CacheStore {
     var gapBytes: Int { (ringEnd - ringStart) - state.spanBytes - parkedIslandBytes }
 
     /// Bytes of the span that reclaiming would free: dead records and padding.
-    var garbageBytes: Int {
+    private var garbageBytes: Int {
         state.spanBytes - state.liveRecordBytes - (layout.islandBytes - parkedIslandBytes)
+    }
+
+    /// Whether more of the span is garbage than live data, and at least the fixed slack. Asked
+    /// before every put below the capacity: the islands in the span are only counted when the
+    /// rest of the span would do.
+    private var garbageOutweighsLiveData: Bool {
+        let live = state.liveRecordBytes
+        let threshold = max(live, reclaimSlack)
+        return state.spanBytes - live >= threshold && garbageBytes >= threshold
     }
 
     /// Whether the head has come round behind the tail: its free run then ends at the tail, and
@@ -172,7 +181,7 @@ extension CacheStore {
     private func reclaimAhead(of size: Int) throws(LarderError) {
         var remaining = max(4 * size, 4 << 10)
         var relocationBudget = Int.max
-        while remaining > 0, state.spanBytes > 0, garbageBytes >= max(state.liveRecordBytes, reclaimSlack) {
+        while remaining > 0, state.spanBytes > 0, garbageOutweighsLiveData {
             let passed = try reclaimTailRecord(relocationBudget: &relocationBudget, unrelocated: .leave)
             if passed == 0 { return }
             remaining -= passed

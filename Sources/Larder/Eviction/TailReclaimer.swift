@@ -49,12 +49,11 @@ extension CacheStore {
         }
         let size = header.totalSize
         if header.kind == .entry && header.isLive && header.sequence >= meta.firstValidSequence {
-            let now = SystemCall.nowMilliseconds()
             let belowCapacity = ringEnd < capacity
             // Below the capacity a put may move one record past its budget: a record larger than
             // the budget would otherwise never move.
             let withinBudget = belowCapacity ? relocationBudget > 0 : relocationBudget >= size
-            if header.isExpired(now: now) {
+            if header.isExpiredNow {
                 removeEntry(at: tail, header: header, counter: .expirations)
             } else if withinBudget,
                       belowCapacity || RecordHeader.wasVisited(in: file, at: tail)
