@@ -112,12 +112,11 @@ extension CacheStore {
     ///
     /// Once the head has come round behind the tail, the tail is kept `slack(for: size)` bytes
     /// ahead of what the head needs, so that a record read since the tail last passed finds room
-    /// to be relocated.
+    /// to be relocated. Below the capacity, once the placement has spent its relocation budget,
+    /// the record goes wherever it fits.
     func reserve(_ size: Int, alignment: Int = FileLayout.recordAlignment) throws(LarderError) -> Int {
         precondition(size > 0 && size % FileLayout.recordAlignment == 0)
-        // Enough to relocate the live records met on the way while a quarter of the ring is
-        // garbage, with room for runs of them; still bounded by the put's own size.
-        var relocationBudget = max(8 * size, 64 << 10)
+        var budget = ReclaimBudget(forPlacing: size)
         if ringEnd < capacity && !headIsBehindTail { try reclaimAhead(of: size) }
         // A bound on the work, so that a damaged ring can never make this spin.
         var steps = 0
@@ -131,25 +130,28 @@ extension CacheStore {
             let start = FileLayout.alignUp(head, alignment)
             let (limit, obstacle) = freeRun(from: head)
             if start + size <= limit {
-                if (ringEnd < capacity && !headIsBehindTail) || state.spanBytes == 0
-                    || gapBytes >= size + slack(for: size) {
+                if (ringEnd < capacity && (!headIsBehindTail || budget.relocationBytes <= 0))
+                    || state.spanBytes == 0 || gapBytes >= size + slack(for: size) {
                     if start > head { pad(from: head, to: start) }
                     return start
                 }
-                try reclaimTailRecord(relocationBudget: &relocationBudget, unrelocated: unrelocatedRecords)
+                try reclaimTailRecord(budget: &budget, unrelocated: unrelocatedRecords)
                 continue
             }
             switch obstacle {
             case .tail:
-                try reclaimTailRecord(relocationBudget: &relocationBudget, unrelocated: unrelocatedRecords)
+                try reclaimTailRecord(budget: &budget, unrelocated: unrelocatedRecords)
             case .island(let islandStart, let islandEnd):
                 jump(from: head, over: islandStart, to: islandEnd)
             case .ringEnd:
-                if ringEnd < capacity && !roomBehindTail(for: size, from: head) {
-                    try growFile(toFit: start + size)
-                } else {
-                    wrap(from: head)
+                if ringEnd < capacity {
+                    try passDeadRecords(untilRoomBehindTailFor: size, from: head)
+                    if !roomBehindTail(for: size, from: head) {
+                        try growFile(toFit: start + size)
+                        continue
+                    }
                 }
+                wrap(from: head)
             }
         }
     }
@@ -162,6 +164,15 @@ extension CacheStore {
     /// `size` bytes and the slack free: room that reclaiming ahead of need has freed.
     private func roomBehindTail(for size: Int, from head: Int) -> Bool {
         gapBytes - (ringEnd - head) >= size + slack(for: size)
+    }
+
+    /// Below the capacity, with the head at the ring's end: passes the dead records and padding
+    /// at the tail, which costs no copy, until wrapping would leave room for a record of `size`
+    /// and its slack, or a live record is at the tail. The file grows only if that is not enough.
+    private func passDeadRecords(untilRoomBehindTailFor size: Int, from head: Int) throws(LarderError) {
+        var budget = ReclaimBudget.none
+        while state.spanBytes > 0, !roomBehindTail(for: size, from: head),
+              try reclaimTailRecord(budget: &budget, unrelocated: .leave) > 0 {}
     }
 
     /// Below the capacity, before the head has come round behind the tail, when more of the
@@ -180,9 +191,9 @@ extension CacheStore {
     /// relocated without growing the file.
     private func reclaimAhead(of size: Int) throws(LarderError) {
         var remaining = max(4 * size, 4 << 10)
-        var relocationBudget = Int.max
+        var budget = ReclaimBudget.unlimitedRelocation
         while remaining > 0, state.spanBytes > 0, garbageOutweighsLiveData {
-            let passed = try reclaimTailRecord(relocationBudget: &relocationBudget, unrelocated: .leave)
+            let passed = try reclaimTailRecord(budget: &budget, unrelocated: .leave)
             if passed == 0 { return }
             remaining -= passed
         }
@@ -240,6 +251,8 @@ extension CacheStore {
     private func wrap(from head: Int) {
         pad(from: head, to: ringEnd)
         state.head = ringStart
+        // An empty ring keeps its tail at the head (a head at the ring's end pads nothing).
+        if state.spanBytes == 0 { state.tail = ringStart }
     }
 
     /// Moves the head past a record of `size` bytes just written at it.

@@ -71,10 +71,10 @@ extension CacheStore {
         if let old = lookup(key, hash: hash) {
             // A reader of another process may hold the old slot and find its record dead
             // before it sees the new one: the epoch makes it look again instead of missing.
-            state.beginIndexChange()
+            beginIndexChange()
             (old.inDraining ? draining! : active)[old.slotIndex] = slot
             RecordHeader.markDead(in: file, at: old.offset)
-            state.endIndexChange()
+            endIndexChange()
             state.liveRawBytes &-= old.header.rawLength
             state.liveStoredBytes &-= old.header.storedLength
             state.liveRecordBytes &-= old.header.totalSize
@@ -133,9 +133,9 @@ extension CacheStore {
         draining = nil
         state.migrationCursor = 0
         meta.firstValidSequence = state.nextSequence
-        state.beginIndexChange()
+        beginIndexChange()
         active.clear()
-        state.endIndexChange()
+        endIndexChange()
         try writeMeta(durable: true)
         if oldDraining.exists { RecordHeader.markDead(in: file, at: oldDraining.offset) }
         state.add(UInt64(clamping: state.entryCount), to: .removals)

@@ -58,7 +58,8 @@ final class CacheStore {
     let localCounters: UnsafeMutablePointer<UInt64>
     /// Whether the last open found the file unclean and rebuilt it.
     private(set) var recoveredOnOpen = false
-    /// Set while `rebuild()` runs, so that damage it cannot repair is an error, not a loop.
+    /// Set while `rebuild()` runs, so that damage it cannot repair is an error, not a loop, and
+    /// so that the index changes it makes on the way stay inside its bracket of the index epoch.
     var isRebuilding = false
     /// Live records this handle passed where they lay below the capacity (`passInPlace`), and
     /// laps of the ring it gave up (`passRestOfRing`): rare enough that a test must know it
@@ -419,6 +420,18 @@ final class CacheStore {
 
     /// Whether another process changed the meta page since this view was taken.
     var viewIsCurrent: Bool { state.changeCounter == viewChangeCounter }
+
+    /// Brackets a rearrangement of index slots with the index epoch (FORMAT.md 7.7.3), so that
+    /// readers of other processes that miss meanwhile look again. Recovery brackets the whole of
+    /// its work: the relocations and removals it makes while placing the new index must not end
+    /// its bracket early.
+    func beginIndexChange() {
+        if !isRebuilding { state.beginIndexChange() }
+    }
+
+    func endIndexChange() {
+        if !isRebuilding { state.endIndexChange() }
+    }
 
     /// Takes the meta page, tables and file size another process left. Under the exclusive
     /// in-process lock.

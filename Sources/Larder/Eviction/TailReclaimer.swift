@@ -14,14 +14,38 @@ extension CacheStore {
     /// Live record bytes below which unread records are kept (relocated) rather than evicted.
     var compactionThreshold: Int { usableRingBytes / 4 * 3 }
 
+    /// What one placement may do at the tail beyond passing dead records.
+    struct ReclaimBudget {
+        /// Record bytes it may relocate. Enough for the live records met on the way while a
+        /// quarter of the ring is garbage, with room for runs of them; still bounded by the
+        /// put's own size. Below the capacity a placement may move one record more, whatever its
+        /// size: a record larger than the budget would otherwise never move.
+        var relocationBytes: Int
+        /// Live records it may pass where they lie below the capacity (`passInPlace`), each a
+        /// header read, before it gives up the lap (`passRestOfRing`).
+        var passesInPlace: Int
+
+        init(forPlacing size: Int) {
+            relocationBytes = max(8 * size, 64 << 10)
+            passesInPlace = 256
+        }
+
+        private init(relocationBytes: Int, passesInPlace: Int) {
+            self.relocationBytes = relocationBytes
+            self.passesInPlace = passesInPlace
+        }
+
+        static let none = ReclaimBudget(relocationBytes: 0, passesInPlace: 0)
+        static let unlimitedRelocation = ReclaimBudget(relocationBytes: .max, passesInPlace: 0)
+    }
+
     /// What reclaiming does with a live, unexpired record at the tail that it does not relocate.
     enum UnrelocatedRecord {
         /// Evicts it: the file is at its capacity, or an entry must go to make room in the index.
         case evict
-        /// Keeps it where it lies: the file is below its capacity. The head passes it when it has
-        /// no room to take it (`passInPlace`); once the put's relocation budget is spent, the
-        /// head passes everything from it to the ring's end, and the file grows next
-        /// (`passRestOfRing`).
+        /// Keeps it where it lies: the file is below its capacity. The head passes it
+        /// (`passInPlace`), or, once the placement may pass no more, passes everything from it
+        /// to the ring's end, and the file grows next (`passRestOfRing`).
         case keep
         /// Leaves it at the tail, and the tail where it is: reclaiming ahead of need stops there.
         case leave
@@ -30,7 +54,7 @@ extension CacheStore {
     /// Processes the record at the tail and moves the tail past it. Returns the bytes the tail
     /// passed, or 0 when it moved to the ring's start, rebuilt a damaged ring, or left a record.
     @discardableResult
-    func reclaimTailRecord(relocationBudget: inout Int, unrelocated: UnrelocatedRecord) throws(LarderError) -> Int {
+    func reclaimTailRecord(budget: inout ReclaimBudget, unrelocated: UnrelocatedRecord) throws(LarderError) -> Int {
         let tail = state.tail
         if tail >= ringEnd {
             // Only a damaged state gets here: the tail belongs at the ring's start then.
@@ -50,26 +74,25 @@ extension CacheStore {
         let size = header.totalSize
         if header.kind == .entry && header.isLive && header.sequence >= meta.firstValidSequence {
             let belowCapacity = ringEnd < capacity
-            // Below the capacity a put may move one record past its budget: a record larger than
-            // the budget would otherwise never move.
-            let withinBudget = belowCapacity ? relocationBudget > 0 : relocationBudget >= size
+            let withinBudget = belowCapacity ? budget.relocationBytes > 0 : budget.relocationBytes >= size
             if header.isExpiredNow {
                 removeEntry(at: tail, header: header, counter: .expirations)
             } else if withinBudget,
                       belowCapacity || RecordHeader.wasVisited(in: file, at: tail)
                         || state.liveRecordBytes <= compactionThreshold,
                       makeRunAtHead(of: size) {
-                relocationBudget -= size
+                budget.relocationBytes -= size
                 relocate(from: tail, header: header)
                 return size
             } else {
                 switch unrelocated {
                 case .leave:
                     return 0
-                case .keep where !withinBudget && passRestOfRing():
-                    return ringEnd - tail
-                case .keep where withinBudget && passInPlace(at: tail, size: size):
+                case .keep where budget.passesInPlace > 0 && passInPlace(at: tail, size: size):
+                    budget.passesInPlace -= 1
                     return size
+                case .keep where passRestOfRing():
+                    return ringEnd - tail
                 case .keep, .evict:
                     removeEntry(at: tail, header: header, counter: .evictions)
                 }
@@ -81,9 +104,10 @@ extension CacheStore {
 
     /// Below the capacity, with the head come round behind the tail, keeps the live record of
     /// `size` bytes at the tail where it lies, as if relocated onto itself, when the head has no
-    /// room to take it: the head comes up to the tail (padding the free bytes in front of it,
-    /// fewer than the record's) and both pass the record. It keeps its sequence number and
-    /// access bit. False when the head cannot reach the tail.
+    /// room to take it or the placement has spent its relocation budget (and the record it
+    /// places did not fit in front of the head): the head comes up to the tail (padding the free
+    /// bytes in front of it) and both pass the record. It keeps its sequence number and access
+    /// bit. False when the head cannot reach the tail.
     private func passInPlace(at tail: Int, size: Int) -> Bool {
         guard moveHeadUpToTail() else { return false }
         recordsPassedInPlace += 1
@@ -94,8 +118,8 @@ extension CacheStore {
     }
 
     /// Below the capacity, with the head come round behind the tail, gives up this lap of the
-    /// ring when a put has spent its relocation budget and meets one more live record at the
-    /// tail (the ring is mostly live there): the head comes up to the tail
+    /// ring when a placement has passed as many live records in place as it may and meets one
+    /// more (the ring is mostly live there): the head comes up to the tail
     /// (padding the free bytes in front of it), and then the head and the tail both pass
     /// everything from there to the ring's end where it lies, so that the head stands at the
     /// ring's end, where the file grows, and the tail at its start. Nothing is copied or
@@ -132,10 +156,10 @@ extension CacheStore {
         moved.write(to: file, at: destination, seed: seed)
         let key = file.bytes(at: offset + RecordHeader.size, count: header.keyLength)
         let tag = KeyHash(key).tag
-        state.beginIndexChange()
+        beginIndexChange()
         repointIndex(from: HashTable.slot(tag: tag, offset: offset), to: HashTable.slot(tag: tag, offset: destination))
         RecordHeader.markDead(in: file, at: offset)
-        state.endIndexChange()
+        endIndexChange()
         state.add(1, to: .relocations)
         // The head advances and the tail passes the original: the span keeps its length.
         state.head = destination + size

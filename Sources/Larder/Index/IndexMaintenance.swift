@@ -64,9 +64,9 @@ extension CacheStore {
             draining!.removeLeavingTombstone(at: index)
         } else {
             // Shifting moves other keys back a slot: readers that miss meanwhile look again.
-            state.beginIndexChange()
+            beginIndexChange()
             active.removeShifting(at: index)
-            state.endIndexChange()
+            endIndexChange()
         }
     }
 
@@ -81,13 +81,13 @@ extension CacheStore {
             let slot = old[cursor]
             if HashTable.isEntry(slot) {
                 if !moving {
-                    state.beginIndexChange()
+                    beginIndexChange()
                     moving = true
                 }
                 guard active.insert(slot) != nil else {
                     // The active table is full of slots the count does not know: a damaged index
                     // (a hostile file), which recovery makes anew from the records.
-                    state.endIndexChange()
+                    endIndexChange()
                     try rebuild()
                     return
                 }
@@ -95,7 +95,7 @@ extension CacheStore {
             }
             cursor += 1
         }
-        if moving { state.endIndexChange() }
+        if moving { endIndexChange() }
         state.migrationCursor = cursor
         if cursor == old.slotCount {
             let location = meta.drainingIndex
@@ -119,9 +119,9 @@ extension CacheStore {
             let slotCount = active.slotCount * 2
             let bytes = IndexSegment.byteCount(slotCount: slotCount, pageSize: pageSize)
             guard slotCount <= HashTable.maximumSlotCount, bytes <= (capacity - ringStart) / 3 else {
-                var noRelocation = 0
+                var noRelocation = ReclaimBudget.none
                 while state.entryCount + 1 > active.loadLimit && state.spanBytes > 0 {
-                    try reclaimTailRecord(relocationBudget: &noRelocation, unrelocated: .evict)
+                    try reclaimTailRecord(budget: &noRelocation, unrelocated: .evict)
                 }
                 return
             }
