@@ -104,7 +104,9 @@ extension CacheStore {
         // The islands always lie within the file.
         let usable = usableRingBytes - (capacity - ringEnd)
         let attainable = (usable - live - size - fixed) / 2
-        return fixed + max(0, min(2 * min(size, usable / 8), attainable))
+        // A record that had to be passed in place for want of room asks for room next time.
+        let extra = max(2 * min(size, usable / 8), min(largestRecordPassedInPlace, usable / 4))
+        return fixed + max(0, min(extra, attainable))
     }
 
     /// Makes `size` bytes at the head free, starting at a multiple of `alignment`, and returns

@@ -66,6 +66,10 @@ final class CacheStore {
     /// reached them.
     var recordsPassedInPlace = 0
     var lapsGivenUp = 0
+    /// The largest record this handle passed in place: the room kept in front of the head
+    /// grows to take it next time (`slack(for:)`), so that a large record among small ones
+    /// moves instead of being passed, with the free bytes before it padded, lap after lap.
+    var largestRecordPassedInPlace = 0
     /// The shared-state change counter this process's view (meta copy, tables, file size) was
     /// taken at; another process that writes the meta page bumps the counter.
     private(set) var viewChangeCounter: UInt64 = 0 { didSet { viewGeneration &+= 1 } }

@@ -111,6 +111,7 @@ extension CacheStore {
     private func passInPlace(at tail: Int, size: Int) -> Bool {
         guard moveHeadUpToTail() else { return false }
         recordsPassedInPlace += 1
+        largestRecordPassedInPlace = max(largestRecordPassedInPlace, size)
         // The span, the whole ring since the head reached the tail, keeps its length.
         state.head = tail + size
         state.tail = tail + size >= ringEnd ? ringStart : tail + size
