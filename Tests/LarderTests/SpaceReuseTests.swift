@@ -13,6 +13,14 @@ struct SpaceReuseTests {
         return bytes
     }
 
+    /// Stores a value of `length` bytes for `key` (named `k<key>`), in the cache and in `model`.
+    private static func set(_ key: Int, version: Int, length: Int, in cache: Cache,
+                            model: inout [Int: [UInt8]]) throws {
+        let value = Self.value(key: key, version: version, length: length)
+        try cache.set(value, forKey: "k\(key)")
+        model[key] = value
+    }
+
     /// The cache must hold `model` exactly, having evicted nothing; a copy taken while it is
     /// open, which is what a crash leaves, must recover to `model` exactly too; and once closed,
     /// its file must be sound to the verifier (span from tail to head, counts, index, checksums).
@@ -44,9 +52,7 @@ struct SpaceReuseTests {
         // 4,000 values of 16 KiB: 64 MB written, 1.6 MB live at any time.
         for step in 0..<4_000 {
             let key = step < keys ? step : Int(generator.next() % UInt64(keys))
-            let value = Self.value(key: key, version: step, length: length)
-            try cache.set(value, forKey: "k\(key)")
-            model[key] = value
+            try Self.set(key, version: step, length: length, in: cache, model: &model)
         }
         #expect(cache.fileBytes <= 8 << 20, "the file grew to \(cache.fileBytes) bytes")
         #expect(cache.stats.relocations > 0)
@@ -70,9 +76,7 @@ struct SpaceReuseTests {
             // From 8 bytes to 64 KiB, each power of two as likely as the next: records far
             // larger than the room left in front of the head meet the tail.
             let length = 8 << Int(generator.next() % 14) + Int(generator.next() % 4096)
-            let value = Self.value(key: key, version: step, length: length)
-            try cache.set(value, forKey: "k\(key)")
-            model[key] = value
+            try Self.set(key, version: step, length: length, in: cache, model: &model)
         }
         // About 27 MB written, a tenth of it live at the end.
         #expect(cache.fileBytes <= 12 << 20, "the file grew to \(cache.fileBytes) bytes")
@@ -88,16 +92,14 @@ struct SpaceReuseTests {
         var generator = SplitMix(seed: 31)
         for step in 0..<1_000 {
             let key = Int(generator.next() % 50)
-            model[key] = Self.value(key: key, version: step, length: length)
-            try cache.set(model[key]!, forKey: "k\(key)")
+            try Self.set(key, version: step, length: length, in: cache, model: &model)
         }
         let churned = cache.fileBytes
         // 20 MB written, 1 MB live: the head has come round.
         #expect(churned <= 4 << 20, "the file grew to \(churned) bytes")
         // Then 20 MB of new keys, many times what the file held.
         for key in 50..<1_050 {
-            model[key] = Self.value(key: key, version: 0, length: length)
-            try cache.set(model[key]!, forKey: "k\(key)")
+            try Self.set(key, version: 0, length: length, in: cache, model: &model)
         }
         #expect(cache.fileBytes > churned + (19 << 20))
         try expectKeptExactly(model, in: cache, directory)
@@ -107,15 +109,14 @@ struct SpaceReuseTests {
     func aRecordThatCannotMoveIsPassedWhereItLies() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 256 << 20)
-        var model = [1_000: Self.value(key: 1_000, version: 0, length: 200 << 10)]
-        try cache.set(model[1_000]!, forKey: "k1000")
+        var model: [Int: [UInt8]] = [:]
+        try Self.set(1_000, version: 0, length: 200 << 10, in: cache, model: &model)
         var generator = SplitMix(seed: 5)
         // Values of 8 KiB on 20 keys: the room kept in front of the head for them is less than
         // 200 KiB when the tail first comes to the large record.
         for step in 0..<4_000 {
             let key = Int(generator.next() % 20)
-            model[key] = Self.value(key: key, version: step, length: 8 << 10)
-            try cache.set(model[key]!, forKey: "k\(key)")
+            try Self.set(key, version: step, length: 8 << 10, in: cache, model: &model)
         }
         // Passed once; after that the room kept in front of the head takes it.
         #expect(cache.store.recordsPassedInPlace == 1)
@@ -133,14 +134,12 @@ struct SpaceReuseTests {
         // the ring meets the small ones as a run of live records longer than the puts that
         // meet it may relocate, and then pass where they lie.
         for key in 0..<60_000 {
-            model[key] = Self.value(key: key, version: 0, length: 40)
-            try cache.set(model[key]!, forKey: "k\(key)")
+            try Self.set(key, version: 0, length: 40, in: cache, model: &model)
         }
         var generator = SplitMix(seed: 5)
         for step in 0..<3_000 {
             let key = 60_000 + Int(generator.next() % 20)
-            model[key] = Self.value(key: key, version: step, length: 8 << 10)
-            try cache.set(model[key]!, forKey: "k\(key)")
+            try Self.set(key, version: step, length: 8 << 10, in: cache, model: &model)
         }
         #expect(cache.store.recordsPassedInPlace > 0)
         #expect(cache.store.lapsGivenUp > 0)
@@ -157,8 +156,7 @@ struct SpaceReuseTests {
         // new segment at the head, and makes room for it at the tail.
         for step in 0..<2_000 {
             let key = step < 350 ? step : Int(generator.next() % 350)
-            model[key] = Self.value(key: key, version: step, length: 4 << 10)
-            try cache.set(model[key]!, forKey: "k\(key)")
+            try Self.set(key, version: step, length: 4 << 10, in: cache, model: &model)
         }
         let copy = directory.path("crashed.larder")
         try FileManager.default.copyItem(atPath: directory.path(), toPath: copy)

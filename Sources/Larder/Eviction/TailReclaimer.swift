@@ -7,9 +7,9 @@
 /// time is therefore never evicted; the least recently used go first. While the live data is
 /// well below capacity (after removals), unread records are relocated too, so that removing
 /// entries frees room without evicting others. Below the capacity nothing is evicted to make
-/// room: when a live record cannot be relocated, the rest of the ring is passed where it lies and
-/// the file grows. Relocation is bounded per write, so one put never copies an amount
-/// proportional to the cache size.
+/// room: a live record that cannot be relocated is passed where it lies, and after a long run of
+/// them the rest of the ring is passed too and the file grows. Relocation and passing are
+/// bounded per write, so one put never does work proportional to the cache size.
 extension CacheStore {
     /// Live record bytes below which unread records are kept (relocated) rather than evicted.
     var compactionThreshold: Int { usableRingBytes / 4 * 3 }
