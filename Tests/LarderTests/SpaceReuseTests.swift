@@ -42,20 +42,73 @@ struct SpaceReuseTests {
         }
     }
 
-    @Test("values replaced over and over keep the file near twice its live data, far below the capacity")
+    @Test("small values replaced over and over keep the file near twice its live data, far below the capacity")
     func replacedValuesReuseTheirRoom() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 256 << 20)
-        let keys = 100, length = 16 << 10
+        // Records below the free list's minimum: the ring itself reuses their room.
+        let keys = 800, length = 2 << 10
         var model: [Int: [UInt8]] = [:]
         var generator = SplitMix(seed: 11)
-        // 4,000 values of 16 KiB: 64 MB written, 1.6 MB live at any time.
-        for step in 0..<4_000 {
+        // 32,000 values of 2 KiB: 64 MB written, 1.6 MB live at any time.
+        for step in 0..<32_000 {
             let key = step < keys ? step : Int(generator.next() % UInt64(keys))
             try Self.set(key, version: step, length: length, in: cache, model: &model)
         }
         #expect(cache.fileBytes <= 8 << 20, "the file grew to \(cache.fileBytes) bytes")
         #expect(cache.stats.relocations > 0)
+        #expect(cache.store.recordsPlacedInDeadRoom == 0)
+        try expectKeptExactly(model, in: cache, directory)
+    }
+
+    @Test("a large value takes the room of one replaced or removed before it: the file stays at its live data")
+    func largeValuesTakeTheRoomOfDeadOnes() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 256 << 20)
+        let keys = 100
+        var model: [Int: [UInt8]] = [:]
+        var generator = SplitMix(seed: 12)
+        // 4,000 values of 16 KiB, a few bytes more or less (keys and values of several
+        // lengths, records of two sizes), some removed and stored again: 64 MB written, 1.6 MB live at any time.
+        for step in 0..<4_000 {
+            let key = step < keys ? step : Int(generator.next() % UInt64(keys))
+            if step >= keys && generator.next() % 10 == 0 {
+                try cache.removeValue(forKey: "k\(key)")
+                model[key] = nil
+                continue
+            }
+            let length = (16 << 10) - Int(generator.next() % 16)
+            try Self.set(key, version: step, length: length, in: cache, model: &model)
+        }
+        #expect(cache.store.recordsPlacedInDeadRoom > 3_000)
+        #expect(cache.stats.relocations == 0)
+        // The fill's 1.6 MB and at most one growth step more: nothing grows for the updates.
+        #expect(cache.fileBytes <= 3 << 20, "the file grew to \(cache.fileBytes) bytes")
+        try expectKeptExactly(model, in: cache, directory)
+    }
+
+    @Test("room that a reader is lending is not reused while the pin lasts")
+    func pinnedRoomIsNotReused() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 64 << 20)
+        var model: [Int: [UInt8]] = [:]
+        for key in 0..<4 {
+            try Self.set(key, version: 0, length: 16 << 10, in: cache, model: &model)
+        }
+        // Pin key 0's record, as a reader of another process lending it would, then replace
+        // key 0 (its record dies, its room is listed) and the others again and again.
+        let found = try #require(Array("k0".utf8).withUnsafeBytes { cache.store.lookup($0, hash: KeyHash($0)) })
+        let pinnedRange = found.offset..<(found.offset + found.header.totalSize)
+        let lent = Array(cache.store.file.bytes(at: pinnedRange.lowerBound, count: pinnedRange.count))
+        let pin = try #require(cache.store.readers.pin(start: pinnedRange.lowerBound, end: pinnedRange.upperBound))
+        for step in 1...40 {
+            try Self.set(step % 4, version: step, length: 16 << 10, in: cache, model: &model)
+        }
+        // Its key and value; the header's state byte says dead now.
+        #expect(Array(cache.store.file.bytes(at: pinnedRange.lowerBound, count: pinnedRange.count))
+                    .dropFirst(RecordHeader.size) == lent.dropFirst(RecordHeader.size))
+        #expect(cache.store.recordsPlacedInDeadRoom > 0)
+        cache.store.readers.unpin(pin)
         try expectKeptExactly(model, in: cache, directory)
     }
 
@@ -112,11 +165,12 @@ struct SpaceReuseTests {
         var model: [Int: [UInt8]] = [:]
         try Self.set(1_000, version: 0, length: 200 << 10, in: cache, model: &model)
         var generator = SplitMix(seed: 5)
-        // Values of 8 KiB on 20 keys: the room kept in front of the head for them is less than
-        // 200 KiB when the tail first comes to the large record.
-        for step in 0..<4_000 {
+        // Values of 3 KiB on 20 keys (too small for the free list: the ring reuses their room):
+        // the room kept in front of the head for them is less than 200 KiB when the tail first
+        // comes to the large record.
+        for step in 0..<8_000 {
             let key = Int(generator.next() % 20)
-            try Self.set(key, version: step, length: 8 << 10, in: cache, model: &model)
+            try Self.set(key, version: step, length: 3 << 10, in: cache, model: &model)
         }
         // Passed once; after that the room kept in front of the head takes it.
         #expect(cache.store.recordsPassedInPlace == 1)
@@ -130,13 +184,15 @@ struct SpaceReuseTests {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 1 << 30)
         var model: [Int: [UInt8]] = [:]
-        // 60,000 small values side by side, then values of 8 KiB replaced on 20 keys: a lap of
-        // the ring meets the small ones as a run of live records longer than the puts that
-        // meet it may relocate, and then pass where they lie.
+        // 60,000 small values side by side, then values of 8 KiB replaced on 20 keys (with the
+        // free list off): a lap of the ring meets the small ones as a run of live records
+        // longer than the puts that meet it may relocate, and then pass where they lie.
         for key in 0..<60_000 {
             try Self.set(key, version: 0, length: 40, in: cache, model: &model)
         }
         var generator = SplitMix(seed: 5)
+        // Large records that find no listed room take the ring's way, as here.
+        cache.store.reusesDeadRoom = false
         for step in 0..<3_000 {
             let key = 60_000 + Int(generator.next() % 20)
             try Self.set(key, version: step, length: 8 << 10, in: cache, model: &model)
@@ -153,10 +209,11 @@ struct SpaceReuseTests {
         var model: [Int: [UInt8]] = [:]
         var generator = SplitMix(seed: 41)
         // 350 keys: more than recovery puts in a table of the initial 512 slots, so it places a
-        // new segment at the head, and makes room for it at the tail.
-        for step in 0..<2_000 {
+        // new segment at the head, and makes room for it at the tail. Values of 3 KiB, which the
+        // ring reuses the room of (not the free list), so that the tail has records to move.
+        for step in 0..<2_700 {
             let key = step < 350 ? step : Int(generator.next() % 350)
-            try Self.set(key, version: step, length: 4 << 10, in: cache, model: &model)
+            try Self.set(key, version: step, length: 3 << 10, in: cache, model: &model)
         }
         let copy = directory.path("crashed.larder")
         try FileManager.default.copyItem(atPath: directory.path(), toPath: copy)

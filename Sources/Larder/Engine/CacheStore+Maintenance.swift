@@ -38,6 +38,7 @@ extension CacheStore {
             guard let header = entryHeader(at: offset) else { continue }
             let expired = header.isExpired(now: now)
             removeEntry(at: offset, header: header, counter: expired ? .expirations : counter)
+            rememberDeadRoom(at: offset, header: header)
             if expired { removed.expired += 1 } else { removed.live += 1 }
         }
         return removed
@@ -65,6 +66,7 @@ extension CacheStore {
             if isSatisfied() { break }
             guard let header = entryHeader(at: candidate.offset) else { continue }
             removeEntry(at: candidate.offset, header: header, counter: candidate.rank == 0 ? .expirations : .evictions)
+            rememberDeadRoom(at: candidate.offset, header: header)
             if candidate.rank != 0 { evicted += 1 }
         }
         return evicted

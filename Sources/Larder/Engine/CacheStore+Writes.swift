@@ -23,7 +23,11 @@ extension CacheStore {
             // A new index segment in the ring may now be in the way.
             (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compressing)
         }
-        let offset = try reserve(size)
+        // Below the capacity a large record takes the room of one replaced or removed before it
+        // when there is such room; otherwise it goes at the head.
+        let deadRoom = takeDeadRoom(for: size)
+        let offset: Int
+        if let deadRoom { offset = deadRoom.offset } else { offset = try reserve(footprint(ofRecord: size)) }
 
         // Compression goes straight into the ring: the room reserved is LZ4's bound, the record
         // takes only what the compressed form needs.
@@ -63,8 +67,14 @@ extension CacheStore {
             kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: storedLength,
             rawLength: value.count, sequence: takeSequence(), expiresAt: expiry.deadline(now: now),
             storedAt: now, dataChecksum: dataChecksum)
+        let room = deadRoom ?? (offset, footprint(ofRecord: size))
+        padRest(of: room, after: size)
         header.write(to: file, at: offset, seed: seed)
-        advanceHead(past: size)
+        if deadRoom == nil {
+            advanceHead(past: room.size)
+        } else {
+            recordsPlacedInDeadRoom += 1
+        }
 
         // The record is complete; only now does the index point at it.
         let slot = HashTable.slot(tag: hash.tag, offset: offset)
@@ -75,6 +85,7 @@ extension CacheStore {
             (old.inDraining ? draining! : active)[old.slotIndex] = slot
             RecordHeader.markDead(in: file, at: old.offset)
             endIndexChange()
+            rememberDeadRoom(at: old.offset, header: old.header)
             state.liveRawBytes &-= old.header.rawLength
             state.liveStoredBytes &-= old.header.storedLength
             state.liveRecordBytes &-= old.header.totalSize
@@ -122,6 +133,7 @@ extension CacheStore {
         guard let found = lookup(key, hash: KeyHash(key)) else { return false }
         let expired = found.header.isExpiredNow
         removeEntry(found, counter: expired ? .expirations : .removals)
+        rememberDeadRoom(at: found.offset, header: found.header)
         return !expired
     }
 
@@ -137,6 +149,7 @@ extension CacheStore {
         active.clear()
         endIndexChange()
         try writeMeta(durable: true)
+        freeList.removeAll()
         if oldDraining.exists { RecordHeader.markDead(in: file, at: oldDraining.offset) }
         state.add(UInt64(clamping: state.entryCount), to: .removals)
         state.entryCount = 0

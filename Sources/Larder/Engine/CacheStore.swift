@@ -70,6 +70,16 @@ final class CacheStore {
     /// grows to take it next time (`slack(for:)`), so that a large record among small ones
     /// moves instead of being passed, with the free bytes before it padded, lap after lap.
     var largestRecordPassedInPlace = 0
+    /// Records this handle placed in the room of a dead entry (`takeDeadRoom`), for the tests.
+    var recordsPlacedInDeadRoom = 0
+    /// The room of large dead entries this process knows to be in the span (Allocator/FreeList).
+    var freeList = FreeList()
+    /// Off only in tests of the ring's own reuse of room, which large records meet when no listed
+    /// room fits them.
+    var reusesDeadRoom = true
+    /// The shared state as this process left it when it last released the writer lock with rooms
+    /// listed: another process that wrote since makes the list unreliable.
+    var writerStateAtRelease: WriterStateMark?
     /// The shared-state change counter this process's view (meta copy, tables, file size) was
     /// taken at; another process that writes the meta page bumps the counter.
     private(set) var viewChangeCounter: UInt64 = 0 { didSet { viewGeneration &+= 1 } }
@@ -510,6 +520,7 @@ final class CacheStore {
             if state.isClean { try markInUse() }
             if !viewIsCurrent { try refreshView() }
             if state.needsRepair { try rebuild() }
+            forgetDeadRoomIfOthersWrote()
         } catch {
             releaseWriterLock()
             throw error
@@ -517,6 +528,7 @@ final class CacheStore {
     }
 
     func releaseWriterLock() {
+        noteWriterStateAtRelease()
         lrd_writer_unlock(state.writerLockArea, file.descriptor.rawValue)
     }
 

@@ -12,6 +12,8 @@ extension CacheStore {
             throw LarderError(.corrupt, "the ring is still inconsistent after recovery", path: path)
         }
         isRebuilding = true
+        // Recovery pads over whatever fails its checks: the listed rooms among it too.
+        freeList.removeAll()
         // Readers of other processes that miss while the index is rebuilt look again.
         state.beginIndexChange()
         defer {

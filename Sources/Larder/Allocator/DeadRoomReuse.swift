@@ -1,0 +1,118 @@
+/// Reusing the room of large dead entries in the span below the capacity (FORMAT.md 6.8), from
+/// the free list (`FreeList`).
+///
+/// Only below the capacity: there nothing is evicted, so where a record lies does not decide how
+/// long it stays. At the capacity the ring's order is the CLOCK order, and a new record placed
+/// near the tail would be the next to go.
+extension CacheStore {
+    /// What a write of another process would change: the head, the tail and the span (its ring
+    /// moves), the next sequence number (every record it writes), the change counter (its meta
+    /// writes: growth, clearing, index changes) and the count of recoveries.
+    struct WriterStateMark: Equatable {
+        let head: Int, tail: Int, span: Int
+        let nextSequence: UInt64, changeCounter: UInt64, recoveries: UInt64
+
+        init(_ state: SharedState) {
+            head = state.head
+            tail = state.tail
+            span = state.spanBytes
+            nextSequence = state.nextSequence
+            changeCounter = state.changeCounter
+            recoveries = state.counter(.recoveries)
+        }
+    }
+
+    /// Writer, on taking the writer lock: forgets the free list if another process has written
+    /// since this one released the lock (its tail may have passed listed rooms, and its head padded
+    /// over them, which leaves their headers in place but out of the ring's walk).
+    func forgetDeadRoomIfOthersWrote() {
+        guard !freeList.isEmpty, writerStateAtRelease != WriterStateMark(state) else { return }
+        freeList.removeAll()
+    }
+
+    /// Writer, on releasing the writer lock.
+    func noteWriterStateAtRelease() {
+        writerStateAtRelease = freeList.isEmpty ? nil : WriterStateMark(state)
+    }
+
+    /// Large records are followed by padding up to a multiple of this at the head, so that the
+    /// rooms of records a few bytes apart in size (keys and values of a few lengths) fit each other.
+    static let roomGranularity = 256
+
+    /// The bytes a record of `size` takes at the head, its padding included.
+    func footprint(ofRecord size: Int) -> Int {
+        let rounded = FileLayout.alignUp(size, Self.roomGranularity)
+        return size >= FreeList.minimumRecordSize && rounded <= largestPlaceableRecord ? rounded : size
+    }
+
+    /// Writer: lists the room of the entry at `offset`, marked dead while still in the span.
+    func rememberDeadRoom(at offset: Int, header: RecordHeader) {
+        guard ringEnd < capacity, header.totalSize >= FreeList.minimumRecordSize,
+              let size = roomSize(at: offset, recordSize: header.totalSize) else { return }
+        freeList.add(offset: offset, size: size, sequence: header.sequence,
+                     tailDistance: distanceFromTail(to: offset))
+    }
+
+    /// The room of the dead record of `recordSize` bytes at `offset`: the record and the padding
+    /// that follows it (when no more than an eighth of the record, as `footprint` and a record
+    /// placed in a larger room leave), if all of it lies in the span; nil otherwise.
+    private func roomSize(at offset: Int, recordSize: Int) -> Int? {
+        let tail = state.tail
+        guard state.spanBytes > 0, tail >= ringStart, tail <= ringEnd else { return nil }
+        let distance = distanceFromTail(to: offset)
+        guard distance + recordSize <= state.spanBytes else { return nil }
+        if let padding = RecordHeader.paddingLength(in: file, at: offset + recordSize, limit: ringEnd),
+           padding <= recordSize / 8, distance + recordSize + padding <= state.spanBytes {
+            return recordSize + padding
+        }
+        return recordSize
+    }
+
+    /// Writer, placing a record of `size` bytes (LZ4's bound when compressing): a listed room of
+    /// at least that size that is still a dead entry in the span, pinned by no reader, taken out
+    /// of the list; nil when there is none (the record then goes at the head).
+    func takeDeadRoom(for size: Int) -> (offset: Int, size: Int)? {
+        guard ringEnd < capacity, reusesDeadRoom else {
+            freeList.removeAll()
+            return nil
+        }
+        // Each try takes a room out of the list: a few, then the head.
+        for _ in 0..<4 {
+            guard let (room, roomSize) = freeList.take(atLeast: size, sizeOf: deadEntrySize) else { return nil }
+            if !isPinned(room.offset, roomSize) { return (room.offset, roomSize) }
+        }
+        return nil
+    }
+
+    /// The size of the listed room, if it is still what the list says: a dead entry with the
+    /// sequence number listed, inside the span (checked although the list is kept exact: the file
+    /// is shared, and may be hostile).
+    private func deadEntrySize(_ room: FreeList.Room) -> Int? {
+        guard room.offset >= ringStart,
+              let header = RecordHeader.read(from: file, at: room.offset, limit: ringEnd, seed: seed),
+              header.kind == .entry, !header.isLive, header.sequence == room.sequence else { return nil }
+        return roomSize(at: room.offset, recordSize: header.totalSize)
+    }
+
+    /// Whether a reader of any process lends bytes of `[offset, offset + size)`. Checked after the
+    /// record there was marked dead, as 7.7.5 asks: the free list only holds dead records.
+    private func isPinned(_ offset: Int, _ size: Int) -> Bool {
+        guard !readers.isEmpty else { return false }
+        return readers.pinnedRanges().contains { $0.start < offset + size && $0.end > offset }
+    }
+
+    /// How far the tail has to go, in ring order, to reach `offset`.
+    private func distanceFromTail(to offset: Int) -> Int {
+        let tail = state.tail
+        return offset >= tail ? offset - tail : (ringEnd - tail) + (offset - ringStart)
+    }
+
+    /// Writer: the record of `size` bytes just written at the start of `room` (a dead record's,
+    /// or the head's) is complete but for its header: the rest of the room becomes padding first,
+    /// so that the ring walks from the record to what followed the room.
+    func padRest(of room: (offset: Int, size: Int), after size: Int) {
+        if room.size > size {
+            RecordHeader.writePadding(to: file, at: room.offset + size, length: room.size - size)
+        }
+    }
+}
