@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Larder
+@testable @_spi(Inspection) import Larder
 
 /// Several processes on one file. The other processes are children of the test run (exit tests).
 @Suite("Processes")
@@ -77,13 +77,74 @@ struct MultiProcessTests {
         }
     }
 
-    /// Writes and reads for a while; exits with failure at the first value that does not check out.
-    static func writeAndCheck(path: String, seed: UInt64) throws {
+    @Test func twoProcessesReplaceAndRemoveLargeValuesAtOnce() async throws {
+        // Far below the capacity, values of 12 KiB and more, whose room each process takes again
+        // once it has replaced or removed them, among small ones, which keep the tail and the
+        // head going round the ring: a process must forget the rooms it knows of once the other
+        // has written (the other's tail may have passed them and its head padded over them).
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        _ = try Cache(path: path, options: .init(capacity: .megabytes(256)))
+        let keys = (VersionedValue.largeKeys - 300)..<(VersionedValue.largeKeys + 100)
+        async let first = #expect(processExitsWith: .success) { [path = path as String, keys = keys as Range<Int>] in
+            try Self.writeAndCheck(path: path, seed: 1, keys: keys, steps: 8_000, removing: true)
+        }
+        async let second = #expect(processExitsWith: .success) { [path = path as String, keys = keys as Range<Int>] in
+            try Self.writeAndCheck(path: path, seed: 2, keys: keys, steps: 8_000, removing: true)
+        }
+        _ = await (first, second)
+        let cache = try Cache(path: path)
+        #expect(!cache.wasRecovered)
+        #expect(cache.stats.evictions == 0)
+        var found = 0
+        for key in keys {
+            guard let value = try cache.bytes(forKey: "k\(key)") else { continue }
+            found += 1
+            #expect(VersionedValue.check(value, key: key) != nil, "k\(key)")
+        }
+        #expect(found == cache.count)
+        try cache.close()
+        let report = try FileInspector(path: path).verify().report
+        #expect(report.isSound, "\(report.problems.prefix(3).map(\.description))")
+    }
+
+    @Test func theRoomsAProcessKnowsOfAreForgottenOnceAnotherHasWritten() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(path: path, options: .init(capacity: .megabytes(64)))
+        let large = [UInt8](repeating: 7, count: 16 << 10)
+        for key in 0..<3 { try cache.set(large, forKey: "k\(key)") }
+        // Replacing k0 lists the room of its first value.
+        try cache.set(large, forKey: "k0")
+        let placed = cache.store.recordsPlacedInDeadRoom
+
+        await #expect(processExitsWith: .success) { [path = path as String] in
+            try Cache(path: path).set([1], forKey: "other")
+        }
+
+        // The other process wrote since: its tail might have passed the room and its head padded
+        // over it. This put goes to the head, and lists the room of k1's value.
+        try cache.set(large, forKey: "k1")
+        #expect(cache.store.recordsPlacedInDeadRoom == placed)
+        // With no other writer in between, the next one takes that room.
+        try cache.set(large, forKey: "k2")
+        #expect(cache.store.recordsPlacedInDeadRoom == placed + 1)
+        #expect(try cache.bytes(forKey: "other") == [1])
+        for key in 0..<3 { #expect(try cache.bytes(forKey: "k\(key)") == large) }
+    }
+
+    /// Writes and reads (and removes, if `removing`) for a while; exits with failure at the first
+    /// value that does not check out.
+    static func writeAndCheck(path: String, seed: UInt64, keys: Range<Int> = 0..<500, steps: Int = 20_000,
+                              removing: Bool = false) throws {
         let cache = try Cache(path: path)
         var generator = SplitMix(seed: seed)
-        for step in 0..<20_000 {
-            let key = Int(generator.next() % 500)
-            if generator.next() % 2 == 0 {
+        for step in 0..<steps {
+            let key = keys.lowerBound + Int(generator.next() % UInt64(keys.count))
+            let choice = generator.next() % 8
+            if removing && choice == 0 {
+                try cache.removeValue(forKey: "k\(key)")
+            } else if choice < 4 {
                 try cache.set(VersionedValue.make(key: key, version: Int(seed) * 100_000 + step), forKey: "k\(key)")
             } else if let value = try cache.bytes(forKey: "k\(key)"), VersionedValue.check(value, key: key) == nil {
                 exit(3)

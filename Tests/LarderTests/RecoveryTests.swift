@@ -5,10 +5,14 @@ import Testing
 /// Values that say which key and which version they belong to, so that after a crash any value
 /// read can be checked to be a complete version once written for its key.
 enum VersionedValue {
+    /// Keys from here on get values of 12 KiB and more (records the free list takes).
+    static let largeKeys = 100_000
+
     static func make(key: Int, version: Int) -> [UInt8] {
         var bytes = withUnsafeBytes(of: UInt32(key).littleEndian, Array.init)
         bytes += withUnsafeBytes(of: UInt32(version).littleEndian, Array.init)
-        return bytes + pattern(key &* 7919 &+ version, count: (key &* 31 &+ version &* 17) % 3000)
+        let length = (key &* 31 &+ version &* 17) % 3000 + (key >= largeKeys ? 12_000 : 0)
+        return bytes + pattern(key &* 7919 &+ version, count: length)
     }
 
     /// The version a value claims, when the value is exactly what `make` produced for `key`.

@@ -112,7 +112,7 @@ struct SpaceReuseTests {
         try expectKeptExactly(model, in: cache, directory)
     }
 
-    @Test("values of every size, replaced and removed at random, are all kept until the file is full", arguments: [UInt64(21), 22, 23])
+    @Test("values of every size, replaced and removed at random, are all kept until the file is full", arguments: [UInt64(21), 22, 23, 24, 25, 26])
     func mixedSizesLoseNothingBelowTheCapacity(seed: UInt64) throws {
         let directory = TemporaryDirectory()
         let capacity = 512 << 20
@@ -130,6 +130,9 @@ struct SpaceReuseTests {
             // larger than the room left in front of the head meet the tail.
             let length = 8 << Int(generator.next() % 14) + Int(generator.next() % 4096)
             try Self.set(key, version: step, length: length, in: cache, model: &model)
+            // Records placed in the room of dead ones (the free list) and at the head must all
+            // stay where the tail's walk reaches them.
+            try checkRingWalk(cache.store)
         }
         // About 27 MB written, a tenth of it live at the end.
         #expect(cache.fileBytes <= 12 << 20, "the file grew to \(cache.fileBytes) bytes")

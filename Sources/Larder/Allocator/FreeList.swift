@@ -17,7 +17,7 @@
 /// `CacheStore.takeDeadRoom` checks each before use all the same.
 struct FreeList {
     /// One dead entry record: where it is, its sequence number (which tells it from a later
-    /// record at the same place), and how far the tail will have travelled when it reaches the
+    /// record at the same place), and how far the tail will have travelled when it stands at the
     /// room. Three words, since a cache that removes many entries lists each. The size is the
     /// record's, read back from its header when the room is taken.
     struct Room {
@@ -25,7 +25,7 @@ struct FreeList {
         let sequence: UInt64
         fileprivate let reachedAtTravel: Int
 
-        fileprivate func isAheadOfTail(travel: Int) -> Bool { travel < reachedAtTravel }
+        fileprivate func isAheadOfTail(travel: Int) -> Bool { travel <= reachedAtTravel }
     }
 
     /// Records smaller than this are neither listed nor placed from the list: for them a write at

@@ -111,8 +111,8 @@
 extension FileInspector {
     /// Walks the whole data area. Between tail and head (when the state can be trusted) it goes
     /// record by record, trusting padding, and anything unreadable there is damage; elsewhere it
-    /// scans in 16-byte steps for headers that check out, as recovery does (docs/FORMAT.md 7.4),
-    /// because old padding there may cover newer records.
+    /// scans in 16-byte steps for headers (and, of entries, data) that check out, as recovery does
+    /// (docs/FORMAT.md 7.4), because old padding there may cover newer records.
     ///
     /// - Parameters:
     ///   - decodeValues: Also decompress every current compressed value to check that it decodes.
@@ -279,7 +279,11 @@ private struct RingScanner {
                 if inSpan, let length = RecordHeader.paddingLength(in: file, at: position, limit: range.upperBound) {
                     found = (length, .padding)
                 } else if let header = RecordHeader.read(from: file, at: position, limit: range.upperBound, seed: inspector.seed) {
-                    found = (header.totalSize, record(header, at: position))
+                    // Outside the span an entry counts only when its data checks out too, as in
+                    // recovery: padding may cover an old header whose record newer ones have
+                    // since written over, beginning inside it.
+                    let intact = header.kind != .entry || header.dataIsIntact(in: file, at: position, seed: inspector.seed)
+                    if inSpan || intact { found = (header.totalSize, record(header, at: position, dataIsIntact: intact)) }
                 }
             }
             guard let (size, kind) = found else {
@@ -318,7 +322,7 @@ private struct RingScanner {
         }
     }
 
-    private func record(_ header: RecordHeader, at offset: Int) -> RingRegion.Kind {
+    private func record(_ header: RecordHeader, at offset: Int, dataIsIntact: Bool) -> RingRegion.Kind {
         if header.kind == .indexSegment {
             let namedHere = named[offset]
             let role = namedHere?.0 ?? .unnamed
@@ -328,7 +332,7 @@ private struct RingScanner {
         }
         let current = header.isLive && header.sequence >= inspector.meta.firstValidSequence
         var damage: String?
-        if !header.dataIsIntact(in: file, at: offset, seed: inspector.seed) {
+        if !dataIsIntact {
             damage = "data checksum mismatch"
         } else if header.isCompressed && decodeValues && current
                     && inspector.decodedValue(at: offset, header: header) == nil {
