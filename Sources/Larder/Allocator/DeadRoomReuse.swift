@@ -4,7 +4,27 @@
 /// Only below the capacity: there nothing is evicted, so where a record lies does not decide how
 /// long it stays. At the capacity the ring's order is the CLOCK order, and a new record placed
 /// near the tail would be the next to go.
+/// What a process knows of the room of dead entries, and what keeps that knowledge right.
+struct DeadRooms {
+    var list = FreeList()
+    /// The shared state as this process left it when it last released the writer lock with rooms
+    /// listed: another process that wrote since makes the list unreliable.
+    var stateAtRelease: CacheStore.WriterStateMark?
+    /// Records this process placed in the room of a dead entry, for the tests.
+    var placedCount = 0
+    /// Off only in tests of the ring's own reuse of room, which large records meet when no listed
+    /// room fits them.
+    var isEnabled = true
+}
+
 extension CacheStore {
+    var recordsPlacedInDeadRoom: Int { deadRooms.pointee.placedCount }
+
+    var reusesDeadRoom: Bool {
+        get { deadRooms.pointee.isEnabled }
+        set { deadRooms.pointee.isEnabled = newValue }
+    }
+
     /// What a write of another process would change: the head, the tail and the span (its ring
     /// moves), the next sequence number (every record it writes), the change counter (its meta
     /// writes: growth, clearing, index changes) and the count of recoveries.
@@ -25,14 +45,17 @@ extension CacheStore {
     /// Writer, on taking the writer lock: forgets the free list if another process has written
     /// since this one released the lock (its tail may have passed listed rooms, and its head padded
     /// over them, which leaves their headers in place but out of the ring's walk).
+    @inline(__always)
     func forgetDeadRoomIfOthersWrote() {
-        guard !freeList.isEmpty, writerStateAtRelease != WriterStateMark(state) else { return }
-        freeList.removeAll()
+        guard !deadRooms.pointee.list.isEmpty, deadRooms.pointee.stateAtRelease != WriterStateMark(state) else { return }
+        deadRooms.pointee.list.removeAll()
     }
 
     /// Writer, on releasing the writer lock.
+    @inline(__always)
     func noteWriterStateAtRelease() {
-        writerStateAtRelease = freeList.isEmpty ? nil : WriterStateMark(state)
+        // With no rooms listed the mark does not matter: it is taken again before any is used.
+        if !deadRooms.pointee.list.isEmpty { deadRooms.pointee.stateAtRelease = WriterStateMark(state) }
     }
 
     /// Large records are followed by padding up to a multiple of this at the head, so that the
@@ -46,10 +69,15 @@ extension CacheStore {
     }
 
     /// Writer: lists the room of the entry at `offset`, marked dead while still in the span.
+    /// Inlined as far as the size test, which is all that most writes of small values do.
+    @inline(__always)
     func rememberDeadRoom(at offset: Int, header: RecordHeader) {
-        guard ringEnd < capacity, header.totalSize >= FreeList.minimumRecordSize,
-              let size = roomSize(at: offset, recordSize: header.totalSize) else { return }
-        freeList.add(offset: offset, size: size, sequence: header.sequence,
+        if header.totalSize >= FreeList.minimumRecordSize { listDeadRoom(at: offset, header: header) }
+    }
+
+    private func listDeadRoom(at offset: Int, header: RecordHeader) {
+        guard ringEnd < capacity, let size = roomSize(at: offset, recordSize: header.totalSize) else { return }
+        deadRooms.pointee.list.add(offset: offset, size: size, sequence: header.sequence,
                      tailDistance: distanceFromTail(to: offset))
     }
 
@@ -71,14 +99,19 @@ extension CacheStore {
     /// Writer, placing a record of `size` bytes (LZ4's bound when compressing): a listed room of
     /// at least that size that is still a dead entry in the span, pinned by no reader, taken out
     /// of the list; nil when there is none (the record then goes at the head).
+    @inline(__always)
     func takeDeadRoom(for size: Int) -> (offset: Int, size: Int)? {
+        size >= FreeList.minimumRecordSize ? takeListedRoom(for: size) : nil
+    }
+
+    private func takeListedRoom(for size: Int) -> (offset: Int, size: Int)? {
         guard ringEnd < capacity, reusesDeadRoom else {
-            freeList.removeAll()
+            deadRooms.pointee.list.removeAll()
             return nil
         }
         // Each try takes a room out of the list: a few, then the head.
         for _ in 0..<4 {
-            guard let (room, roomSize) = freeList.take(atLeast: size, sizeOf: deadEntrySize) else { return nil }
+            guard let (room, roomSize) = deadRooms.pointee.list.take(atLeast: size, sizeOf: deadEntrySize) else { return nil }
             if !isPinned(room.offset, roomSize) { return (room.offset, roomSize) }
         }
         return nil

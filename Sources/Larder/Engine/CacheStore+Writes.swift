@@ -73,7 +73,7 @@ extension CacheStore {
         if deadRoom == nil {
             advanceHead(past: room.size)
         } else {
-            recordsPlacedInDeadRoom += 1
+            deadRooms.pointee.placedCount += 1
         }
 
         // The record is complete; only now does the index point at it.
@@ -149,7 +149,7 @@ extension CacheStore {
         active.clear()
         endIndexChange()
         try writeMeta(durable: true)
-        freeList.removeAll()
+        deadRooms.pointee.list.removeAll()
         if oldDraining.exists { RecordHeader.markDead(in: file, at: oldDraining.offset) }
         state.add(UInt64(clamping: state.entryCount), to: .removals)
         state.entryCount = 0

@@ -112,7 +112,7 @@ extension CacheStore {
         guard moveHeadUpToTail() else { return false }
         recordsPassedInPlace += 1
         largestRecordPassedInPlace = max(largestRecordPassedInPlace, size)
-        freeList.tailPassed(size)
+        deadRooms.pointee.list.tailPassed(size)
         // The span, the whole ring since the head reached the tail, keeps its length.
         state.head = tail + size
         state.tail = tail + size >= ringEnd ? ringStart : tail + size
@@ -131,7 +131,7 @@ extension CacheStore {
     private func passRestOfRing() -> Bool {
         guard moveHeadUpToTail() else { return false }
         lapsGivenUp += 1
-        freeList.tailPassed(ringEnd - state.tail)
+        deadRooms.pointee.list.tailPassed(ringEnd - state.tail)
         // The span, the whole ring since the head reached the tail, keeps its length.
         state.head = ringEnd
         state.tail = ringStart
@@ -139,13 +139,13 @@ extension CacheStore {
     }
 
     private func moveTail(to offset: Int, consumed: Int) {
-        freeList.tailPassed(consumed)
+        deadRooms.pointee.list.tailPassed(consumed)
         state.spanBytes = max(0, state.spanBytes - consumed)
         state.tail = offset >= ringEnd ? ringStart : offset
         if state.spanBytes == 0 {
             // An empty ring: let the tail sit at the head.
             state.tail = state.head
-            freeList.removeAll()
+            deadRooms.pointee.list.removeAll()
         }
     }
 
@@ -166,7 +166,7 @@ extension CacheStore {
         RecordHeader.markDead(in: file, at: offset)
         endIndexChange()
         state.add(1, to: .relocations)
-        freeList.tailPassed(size)
+        deadRooms.pointee.list.tailPassed(size)
         // The head advances and the tail passes the original: the span keeps its length.
         state.head = destination + size
         state.tail = offset + size >= ringEnd ? ringStart : offset + size

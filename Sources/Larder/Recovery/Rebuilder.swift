@@ -13,7 +13,7 @@ extension CacheStore {
         }
         isRebuilding = true
         // Recovery pads over whatever fails its checks: the listed rooms among it too.
-        freeList.removeAll()
+        deadRooms.pointee.list.removeAll()
         // Readers of other processes that miss while the index is rebuilt look again.
         state.beginIndexChange()
         defer {
