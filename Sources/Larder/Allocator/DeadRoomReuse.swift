@@ -58,14 +58,15 @@ extension CacheStore {
         if !deadRooms.pointee.list.isEmpty { deadRooms.pointee.stateAtRelease = WriterStateMark(state) }
     }
 
-    /// Large records are followed by padding up to a multiple of this at the head, so that the
-    /// rooms of records a few bytes apart in size (keys and values of a few lengths) fit each other.
-    static let roomGranularity = 256
-
-    /// The bytes a record of `size` takes at the head, its padding included.
+    /// The bytes a record of `size` takes at the head, its padding included. Records the free
+    /// list takes are padded to a multiple of 1/64 of their power of two (at least 64 bytes:
+    /// 256 for 16 KiB), so that the rooms of records a few bytes apart in size (keys and values
+    /// of a few lengths) fit each other.
     func footprint(ofRecord size: Int) -> Int {
-        let rounded = FileLayout.alignUp(size, Self.roomGranularity)
-        return size >= FreeList.minimumRecordSize && rounded <= largestPlaceableRecord ? rounded : size
+        guard size >= FreeList.minimumRecordSize else { return size }
+        let granularity = max(64, (1 << (Int.bitWidth - 1 - size.leadingZeroBitCount)) >> 6)
+        let rounded = FileLayout.alignUp(size, granularity)
+        return rounded <= largestPlaceableRecord ? rounded : size
     }
 
     /// Writer: lists the room of the entry at `offset`, marked dead while still in the span.

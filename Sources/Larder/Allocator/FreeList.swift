@@ -35,8 +35,9 @@ struct FreeList {
     static let maximumCount = 1 << 16
     /// Rooms too small for a record looked at per size class before the next class is tried.
     private static let probesPerClass = 8
-    /// Sixteen classes per power of two, from 4 KiB (2^12) to 2^63.
-    private static let classCount = (63 - 12) * 16
+    /// Sixteen classes per power of two, from the minimum record size to 2^63.
+    private static let smallestLog2 = Int.bitWidth - 1 - minimumRecordSize.leadingZeroBitCount
+    private static let classCount = (Int.bitWidth - 1 - smallestLog2) * 16
 
     /// Rooms by size class, the most recently listed last. Rooms the tail has passed are only
     /// dropped when met.
@@ -44,6 +45,7 @@ struct FreeList {
     private var count = 0
     /// Bytes this process's tail has passed since the list was last emptied.
     private var tailTravel = 0
+    private var refusedSinceSweep = 0
 
     var isEmpty: Bool { count == 0 }
 
@@ -51,7 +53,7 @@ struct FreeList {
     /// class up is larger than any of this one.
     private static func sizeClass(_ size: Int) -> Int {
         let log2 = Int.bitWidth - 1 - size.leadingZeroBitCount
-        return (log2 - 12) << 4 | (size >> (log2 - 4)) & 15
+        return (log2 - smallestLog2) << 4 | (size >> (log2 - 4)) & 15
     }
 
     /// Lists the room of `size` bytes at `offset`, `tailDistance` bytes ahead of the tail in ring
@@ -59,6 +61,10 @@ struct FreeList {
     mutating func add(offset: Int, size: Int, sequence: UInt64, tailDistance: Int) {
         guard size >= Self.minimumRecordSize else { return }
         if count >= Self.maximumCount {
+            // A full list refuses rooms, and looks for ones the tail has passed only after a
+            // quarter of its size was refused: a sweep reads every room.
+            refusedSinceSweep += 1
+            guard refusedSinceSweep >= Self.maximumCount / 4 else { return }
             sweep()
             guard count < Self.maximumCount else { return }
         }
@@ -104,10 +110,12 @@ struct FreeList {
         for sizeClass in stacks.indices { stacks[sizeClass].removeAll(keepingCapacity: true) }
         count = 0
         tailTravel = 0
+        refusedSinceSweep = 0
     }
 
     /// Drops the rooms the tail has passed, from every class.
     private mutating func sweep() {
+        refusedSinceSweep = 0
         count = 0
         let travel = tailTravel
         for sizeClass in stacks.indices {
