@@ -4,19 +4,6 @@
 /// Only below the capacity: there nothing is evicted, so where a record lies does not decide how
 /// long it stays. At the capacity the ring's order is the CLOCK order, and a new record placed
 /// near the tail would be the next to go.
-/// What a process knows of the room of dead entries, and what keeps that knowledge right.
-struct DeadRooms {
-    var list = FreeList()
-    /// The shared state as this process left it when it last released the writer lock with rooms
-    /// listed: another process that wrote since makes the list unreliable.
-    var stateAtRelease: CacheStore.WriterStateMark?
-    /// Records this process placed in the room of a dead entry, for the tests.
-    var placedCount = 0
-    /// Off only in tests of the ring's own reuse of room, which large records meet when no listed
-    /// room fits them.
-    var isEnabled = true
-}
-
 extension CacheStore {
     var recordsPlacedInDeadRoom: Int { deadRooms.pointee.placedCount }
 
@@ -47,7 +34,8 @@ extension CacheStore {
     /// over them, which leaves their headers in place but out of the ring's walk).
     @inline(__always)
     func forgetDeadRoomIfOthersWrote() {
-        guard !deadRooms.pointee.list.isEmpty, deadRooms.pointee.stateAtRelease != WriterStateMark(state) else { return }
+        guard !deadRooms.pointee.list.isEmpty,
+              deadRooms.pointee.stateAtRelease != WriterStateMark(state) else { return }
         deadRooms.pointee.list.removeAll()
     }
 
@@ -79,7 +67,7 @@ extension CacheStore {
     private func listDeadRoom(at offset: Int, header: RecordHeader) {
         guard ringEnd < capacity, let size = roomSize(at: offset, recordSize: header.totalSize) else { return }
         deadRooms.pointee.list.add(offset: offset, size: size, sequence: header.sequence,
-                     tailDistance: distanceFromTail(to: offset))
+                                   tailDistance: distanceFromTail(to: offset))
     }
 
     /// The room of the dead record of `recordSize` bytes at `offset`: the record and the padding
@@ -149,4 +137,17 @@ extension CacheStore {
             RecordHeader.writePadding(to: file, at: room.offset + size, length: room.size - size)
         }
     }
+}
+
+/// What a process knows of the room of dead entries, and what keeps that knowledge right.
+struct DeadRooms {
+    var list = FreeList()
+    /// The shared state as this process left it when it last released the writer lock with rooms
+    /// listed: another process that wrote since makes the list unreliable.
+    var stateAtRelease: CacheStore.WriterStateMark?
+    /// Records this process placed in the room of a dead entry, for the tests.
+    var placedCount = 0
+    /// Off only in tests of the ring's own reuse of room, which large records meet when no listed
+    /// room fits them.
+    var isEnabled = true
 }
