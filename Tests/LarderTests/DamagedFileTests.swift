@@ -55,9 +55,17 @@ struct DamagedFileTests {
     }
 
     /// The offset of the record header in front of the only occurrence of `key` in the file.
+    /// The offset of the entry record of `key`: where the key's bytes follow a header that names
+    /// an entry with a key of that length (the same bytes may also lie in a random seed, a time
+    /// stored in a header, or a value).
     private func recordOffset(ofKey key: String, in bytes: [UInt8]) -> Int {
         let pattern = Array(key.utf8)
-        let start = (0...(bytes.count - pattern.count)).first { bytes[$0..<($0 + pattern.count)].elementsEqual(pattern) }!
+        let start = (RecordHeader.size...(bytes.count - pattern.count)).first { at in
+            let header = at - RecordHeader.size
+            return bytes[at..<(at + pattern.count)].elementsEqual(pattern)
+                && bytes[header] == 0x4C && bytes[header + 1] == 0x52 && bytes[header + 2] == RecordKind.entry.rawValue
+                && Int(bytes[header + 6]) | Int(bytes[header + 7]) << 8 == pattern.count
+        }!
         return start - RecordHeader.size
     }
 
