@@ -87,6 +87,29 @@ struct SpaceReuseTests {
         try expectKeptExactly(model, in: cache, directory)
     }
 
+    @Test("a large value stored compressed takes the room of one replaced before it")
+    func compressedValuesTakeTheRoomOfDeadOnes() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path(), options: .init(capacity: .megabytes(256), compression: .lz4))
+        var model: [Int: [UInt8]] = [:]
+        var generator = SplitMix(seed: 13)
+        // Values of 48 KiB that compress to about 12 KiB (a quarter of random bytes, four times):
+        // LZ4's bound for them is 48 KiB, far more than the room a compressed one leaves.
+        for step in 0..<2_000 {
+            let key = step < 100 ? step : Int(generator.next() % 100)
+            let quarter = pattern(key &* 1_000_003 &+ step, count: 12 << 10)
+            let value = quarter + quarter + quarter + quarter
+            try cache.set(value, forKey: "k\(key)")
+            model[key] = value
+        }
+        #expect(cache.stats.compressionRatio > 3)
+        #expect(cache.store.recordsPlacedInDeadRoom > 1_500)
+        #expect(cache.stats.relocations == 0)
+        // The fill's 1.2 MB and a growth step: nothing grows for the updates.
+        #expect(cache.fileBytes <= 3 << 20, "the file grew to \(cache.fileBytes) bytes")
+        try expectKeptExactly(model, in: cache, directory)
+    }
+
     @Test("room that a reader is lending is not reused while the pin lasts")
     func pinnedRoomIsNotReused() throws {
         let directory = TemporaryDirectory()

@@ -85,6 +85,11 @@ extension CacheStore {
         return recordSize
     }
 
+    /// Whether a put now may look for a listed room.
+    var mayTakeDeadRoom: Bool {
+        !deadRooms.pointee.list.isEmpty && ringEnd < capacity && deadRooms.pointee.isEnabled
+    }
+
     /// Writer, placing a record of `size` bytes (LZ4's bound when compressing): a listed room of
     /// at least that size that is still a dead entry in the span, pinned by no reader, taken out
     /// of the list; nil when there is none (the record then goes at the head).
@@ -150,4 +155,22 @@ struct DeadRooms {
     /// Off only in tests of the ring's own reuse of room, which large records meet when no listed
     /// room fits them.
     var isEnabled = true
+    /// Where a large value is compressed before it is placed (`CacheStore.put`), when a room of
+    /// its compressed size may be listed; grown as needed, up to `largestPrecompressed` bytes.
+    private var scratch = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+
+    /// Values whose LZ4 bound is larger than this are compressed straight into the ring, always,
+    /// so that the scratch space stays small.
+    static let largestPrecompressed = 1 << 20
+
+    mutating func compressionScratch(count: Int) -> UnsafeMutableRawBufferPointer {
+        if scratch.count < count {
+            scratch.deallocate()
+            scratch = .allocate(byteCount: count, alignment: 16)
+        }
+        return UnsafeMutableRawBufferPointer(rebasing: scratch[..<count])
+    }
+
+    /// Frees the scratch space, when the store goes.
+    func deallocateScratch() { scratch.deallocate() }
 }

@@ -23,6 +23,19 @@ extension CacheStore {
             // A new index segment in the ring may now be in the way.
             (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compressing)
         }
+        // With rooms listed, a large value to compress is compressed before it is placed, so that
+        // it looks for a room of its compressed size, not of LZ4's bound.
+        var stored = value
+        var flags: UInt8 = 0
+        if compressing, size >= FreeList.minimumRecordSize, size <= DeadRooms.largestPrecompressed, mayTakeDeadRoom {
+            let scratch = deadRooms.pointee.compressionScratch(count: size - RecordHeader.size - key.count)
+            if let compressed = LZ4Codec.compress(value, into: scratch) {
+                stored = UnsafeRawBufferPointer(rebasing: scratch[..<compressed])
+                flags = RecordHeader.compressedFlag
+            }
+            compressing = false
+            size = RecordHeader.entrySize(keyLength: key.count, storedLength: stored.count)
+        }
         // Below the capacity a large record takes the room of one replaced or removed before it
         // when there is such room; otherwise it goes at the head.
         let deadRoom = takeDeadRoom(for: size)
@@ -38,24 +51,23 @@ extension CacheStore {
         // there (one pass), or (nil) read back from the record for a compressed value and for
         // bytes that come out of this very map (lent by `withValue` of another handle on the
         // file), which are moved as memmove does, whatever the overlap.
-        let onePass = !file.mapsAnyOf(key) && !file.mapsAnyOf(value)
+        let onePass = !file.mapsAnyOf(key) && !file.mapsAnyOf(stored)
         var checksum: UInt32?
         if onePass {
             checksum = lrd_crc32c_then_copy(seed, nil, 0, keyStart, key.baseAddress!, key.count)
         } else {
             keyStart.copyMemory(from: key.baseAddress!, byteCount: key.count)
         }
-        var storedLength = value.count
-        var flags: UInt8 = 0
+        var storedLength = stored.count
         if compressing, let compressed = LZ4Codec.compress(value, into: UnsafeMutableRawBufferPointer(start: valueStart, count: size - RecordHeader.size - key.count)) {
             storedLength = compressed
             flags = RecordHeader.compressedFlag
             checksum = nil
-        } else if value.count > 0 {
+        } else if stored.count > 0 {
             if let keyChecksum = checksum {
-                checksum = lrd_crc32c_then_copy(keyChecksum, nil, 0, valueStart, value.baseAddress!, value.count)
+                checksum = lrd_crc32c_then_copy(keyChecksum, nil, 0, valueStart, stored.baseAddress!, stored.count)
             } else {
-                valueStart.copyMemory(from: value.baseAddress!, byteCount: value.count)
+                valueStart.copyMemory(from: stored.baseAddress!, byteCount: stored.count)
             }
         }
         let dataChecksum = checksum ?? lrd_crc32c(seed, keyStart, key.count + storedLength)

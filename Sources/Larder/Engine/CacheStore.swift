@@ -120,6 +120,7 @@ final class CacheStore {
 
     deinit {
         localCounters.deallocate()
+        deadRooms.pointee.deallocateScratch()
         deadRooms.deinitialize(count: 1)
         deadRooms.deallocate()
         scratchPlaceholder.deallocate()
