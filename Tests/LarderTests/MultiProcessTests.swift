@@ -133,6 +133,28 @@ struct MultiProcessTests {
         for key in 0..<3 { #expect(try cache.bytes(forKey: "k\(key)") == large) }
     }
 
+    @Test func theRoomsAreForgottenWhenTakingTheLockFailsAfterAnotherProcessWrote() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path(), options: .init(capacity: .megabytes(64)))
+        let large = [UInt8](repeating: 7, count: 16 << 10)
+        for key in 0..<3 { try cache.set(large, forKey: "k\(key)") }
+        try cache.set(large, forKey: "k0")
+        let store = cache.store
+        #expect(!store.deadRooms.pointee.list.isEmpty)
+        // As if another process wrote (a record, a meta change), and the meta pages could not be
+        // read while this one took the lock: the lock is given back with an error.
+        let pageSize = store.pageSize
+        let metaPages = Array(store.file.bytes(at: 0, count: 2 * pageSize))
+        store.state.nextSequence += 5
+        store.state.changeCounter += 1
+        store.file.mutableBytes(at: 0, count: 2 * pageSize).initializeMemory(as: UInt8.self, repeating: 0xEE)
+        #expect(throws: LarderError.self) { try cache.set([1], forKey: "x") }
+        metaPages.withUnsafeBytes { store.file.mutableBytes(at: 0, count: 2 * pageSize).copyMemory(from: $0) }
+        // The other process's changes were there to see: the rooms must not outlive them.
+        try cache.set([2], forKey: "y")
+        #expect(store.deadRooms.pointee.list.isEmpty)
+    }
+
     /// Writes and reads (and removes, if `removing`) for a while; exits with failure at the first
     /// value that does not check out.
     static func writeAndCheck(path: String, seed: UInt64, keys: Range<Int> = 0..<500, steps: Int = 20_000,

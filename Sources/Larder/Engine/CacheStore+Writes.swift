@@ -39,8 +39,9 @@ extension CacheStore {
         // Below the capacity a large record takes the room of one replaced or removed before it
         // when there is such room; otherwise it goes at the head.
         let deadRoom = takeDeadRoom(for: size)
+        let reserved = deadRoom?.size ?? footprint(ofRecord: size)
         let offset: Int
-        if let deadRoom { offset = deadRoom.offset } else { offset = try reserve(footprint(ofRecord: size)) }
+        if let deadRoom { offset = deadRoom.offset } else { offset = try reserve(reserved) }
 
         // Compression goes straight into the ring: the room reserved is LZ4's bound, the record
         // takes only what the compressed form needs.
@@ -79,7 +80,8 @@ extension CacheStore {
             kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: storedLength,
             rawLength: value.count, sequence: takeSequence(), expiresAt: expiry.deadline(now: now),
             storedAt: now, dataChecksum: dataChecksum)
-        let room = deadRoom ?? (offset, footprint(ofRecord: size))
+        // Within what was reserved, even if making room rebuilt the ring and moved the index.
+        let room = deadRoom ?? (offset, min(reserved, footprint(ofRecord: size)))
         padRest(of: room, after: size)
         header.write(to: file, at: offset, seed: seed)
         if deadRoom == nil {

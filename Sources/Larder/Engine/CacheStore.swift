@@ -509,6 +509,9 @@ final class CacheStore {
         let area = state.writerLockArea
         let rc = lrd_writer_lock(area, file.descriptor.rawValue)
         if rc < 0 { throw SystemCall.error("take the writer lock", errno: -rc).at(path) }
+        // Before anything here can fail: giving the lock back records the state as this process
+        // leaves it, other processes' changes included.
+        forgetDeadRoomIfOthersWrote()
         do throws(LarderError) {
             if rc == LRD_LOCK_OWNER_DIED {
                 // Remember the repair in the file until it is done, whatever happens to this process,
@@ -520,7 +523,6 @@ final class CacheStore {
             if state.isClean { try markInUse() }
             if !viewIsCurrent { try refreshView() }
             if state.needsRepair { try rebuild() }
-            forgetDeadRoomIfOthersWrote()
         } catch {
             releaseWriterLock()
             throw error
