@@ -7,6 +7,8 @@
 /// skipped, live ones are relocated to the head or evicted. While the file is below its capacity
 /// nothing is evicted: it grows, unless so much of it is garbage that reclaiming ahead of need
 /// has already freed the room behind the tail, and then the head wraps early and reuses it.
+/// There, too, a large record may skip the head and take the room of a dead one inside the span
+/// (DeadRoomReuse.swift).
 ///
 /// Index segments are islands: neither head nor tail ever writes over or moves a live one.
 extension CacheStore {
@@ -189,8 +191,9 @@ extension CacheStore {
     /// can take the next record when the head reaches the ring's end, the head wraps there
     /// instead of growing the file (`roomBehindTail`). The file then settles at two to two and
     /// a half times its live data, and updates of random keys relocate about one record in
-    /// seven (one in twenty in a file of three times). Stops at a record that cannot be
-    /// relocated without growing the file.
+    /// seven (one in twenty in a file of three times); large records mostly take the room of
+    /// dead ones instead (`takeDeadRoom`). Stops at a record that cannot be relocated without
+    /// growing the file.
     private func reclaimAhead(of size: Int) throws(LarderError) {
         var remaining = max(4 * size, 4 << 10)
         var budget = ReclaimBudget.unlimitedRelocation
