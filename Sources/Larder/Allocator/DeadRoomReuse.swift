@@ -64,10 +64,15 @@ extension CacheStore {
         if header.totalSize >= FreeList.minimumRecordSize { listDeadRoom(at: offset, header: header) }
     }
 
+    /// Listed by the record's own size: the padding after it, which the room includes, is looked
+    /// at when the room is taken (reading it now would cost every removal a cache miss).
     private func listDeadRoom(at offset: Int, header: RecordHeader) {
-        guard ringEnd < capacity, let size = roomSize(at: offset, recordSize: header.totalSize) else { return }
-        deadRooms.pointee.list.add(offset: offset, size: size, sequence: header.sequence,
-                                   tailDistance: distanceFromTail(to: offset))
+        let tail = state.tail
+        guard ringEnd < capacity, state.spanBytes > 0, tail >= ringStart, tail <= ringEnd else { return }
+        let distance = distanceFromTail(to: offset)
+        guard distance + header.totalSize <= state.spanBytes else { return }
+        deadRooms.pointee.list.add(offset: offset, size: header.totalSize, sequence: header.sequence,
+                                   tailDistance: distance)
     }
 
     /// The room of the dead record of `recordSize` bytes at `offset`: the record and the padding
