@@ -46,12 +46,13 @@ extension CacheStore {
         if !deadRooms.pointee.list.isEmpty { deadRooms.pointee.stateAtRelease = WriterStateMark(state) }
     }
 
-    /// The bytes a record of `size` takes at the head, its padding included. Records the free
-    /// list takes are padded to a multiple of 1/64 of their power of two (at least 64 bytes:
-    /// 256 for 16 KiB), so that the rooms of records a few bytes apart in size (keys and values
-    /// of a few lengths) fit each other.
+    /// The bytes a record of `size` takes at the head, its padding included. Below the capacity,
+    /// records the free list takes are padded to a multiple of 1/64 of their power of two (at
+    /// least 64 bytes: 256 for 16 KiB), so that the rooms of records a few bytes apart in size
+    /// (keys and values of a few lengths) fit each other. At the capacity, where no room is
+    /// taken, the padding would only hold fewer entries.
     func footprint(ofRecord size: Int) -> Int {
-        guard size >= FreeList.minimumRecordSize else { return size }
+        guard size >= FreeList.minimumRecordSize, ringEnd < capacity else { return size }
         let granularity = max(64, (1 << (Int.bitWidth - 1 - size.leadingZeroBitCount)) >> 6)
         let rounded = FileLayout.alignUp(size, granularity)
         return rounded <= largestPlaceableRecord ? rounded : size
