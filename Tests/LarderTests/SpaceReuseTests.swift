@@ -61,6 +61,14 @@ struct SpaceReuseTests {
         try expectKeptExactly(model, in: cache, directory)
     }
 
+    /// More than `placed` records went into the room of dead ones, nothing was relocated, and the
+    /// file stayed within 3 MiB: nothing grows for the updates.
+    private func expectUpdatesTookDeadRoom(in cache: Cache, placedMoreThan placed: Int) {
+        #expect(cache.store.recordsPlacedInDeadRoom > placed)
+        #expect(cache.stats.relocations == 0)
+        #expect(cache.fileBytes <= 3 << 20, "the file grew to \(cache.fileBytes) bytes")
+    }
+
     @Test("a large value takes the room of one replaced or removed before it: the file stays at its live data")
     func largeValuesTakeTheRoomOfDeadOnes() throws {
         let directory = TemporaryDirectory()
@@ -68,8 +76,9 @@ struct SpaceReuseTests {
         let keys = 100
         var model: [Int: [UInt8]] = [:]
         var generator = SplitMix(seed: 12)
-        // 4,000 values of 16 KiB, a few bytes more or less (keys and values of several
-        // lengths, records of two sizes), some removed and stored again: 64 MB written, 1.6 MB live at any time.
+        // 4,000 values of 16 KiB, a few bytes more or less (keys and values of several lengths,
+        // records of two sizes), some removed and stored again: 64 MB written, 1.6 MB live at
+        // any time.
         for step in 0..<4_000 {
             let key = step < keys ? step : Int(generator.next() % UInt64(keys))
             if step >= keys && generator.next() % 10 == 0 {
@@ -80,10 +89,8 @@ struct SpaceReuseTests {
             let length = (16 << 10) - Int(generator.next() % 16)
             try Self.set(key, version: step, length: length, in: cache, model: &model)
         }
-        #expect(cache.store.recordsPlacedInDeadRoom > 3_000)
-        #expect(cache.stats.relocations == 0)
-        // The fill's 1.6 MB and at most one growth step more: nothing grows for the updates.
-        #expect(cache.fileBytes <= 3 << 20, "the file grew to \(cache.fileBytes) bytes")
+        // The fill's 1.6 MB and at most one growth step more.
+        expectUpdatesTookDeadRoom(in: cache, placedMoreThan: 3_000)
         try expectKeptExactly(model, in: cache, directory)
     }
 
@@ -103,10 +110,8 @@ struct SpaceReuseTests {
             model[key] = value
         }
         #expect(cache.stats.compressionRatio > 3)
-        #expect(cache.store.recordsPlacedInDeadRoom > 1_500)
-        #expect(cache.stats.relocations == 0)
-        // The fill's 1.2 MB and a growth step: nothing grows for the updates.
-        #expect(cache.fileBytes <= 3 << 20, "the file grew to \(cache.fileBytes) bytes")
+        // The fill's 1.2 MB and a growth step.
+        expectUpdatesTookDeadRoom(in: cache, placedMoreThan: 1_500)
         try expectKeptExactly(model, in: cache, directory)
     }
 

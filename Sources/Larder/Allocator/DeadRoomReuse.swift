@@ -68,10 +68,7 @@ extension CacheStore {
     /// Listed by the record's own size: the padding after it, which the room includes, is looked
     /// at when the room is taken (reading it now would cost every removal a cache miss).
     private func listDeadRoom(at offset: Int, header: RecordHeader) {
-        let tail = state.tail
-        guard ringEnd < capacity, state.spanBytes > 0, tail >= ringStart, tail <= ringEnd else { return }
-        let distance = distanceFromTail(to: offset)
-        guard distance + header.totalSize <= state.spanBytes else { return }
+        guard ringEnd < capacity, let distance = distanceInSpan(of: offset, size: header.totalSize) else { return }
         deadRooms.pointee.list.add(offset: offset, size: header.totalSize, sequence: header.sequence,
                                    tailDistance: distance)
     }
@@ -80,10 +77,7 @@ extension CacheStore {
     /// that follows it (when no more than an eighth of the record, as `footprint` and a record
     /// placed in a larger room leave), if all of it lies in the span; nil otherwise.
     private func roomSize(at offset: Int, recordSize: Int) -> Int? {
-        let tail = state.tail
-        guard state.spanBytes > 0, tail >= ringStart, tail <= ringEnd else { return nil }
-        let distance = distanceFromTail(to: offset)
-        guard distance + recordSize <= state.spanBytes else { return nil }
+        guard let distance = distanceInSpan(of: offset, size: recordSize) else { return nil }
         if let padding = RecordHeader.paddingLength(in: file, at: offset + recordSize, limit: ringEnd),
            padding <= recordSize / 8, distance + recordSize + padding <= state.spanBytes {
             return recordSize + padding
@@ -91,9 +85,21 @@ extension CacheStore {
         return recordSize
     }
 
-    /// Whether a put now may look for a listed room.
-    var mayTakeDeadRoom: Bool {
-        !deadRooms.pointee.list.isEmpty && ringEnd < capacity && deadRooms.pointee.isEnabled
+    /// Whether rooms are taken at all: below the capacity, unless a test turned it off.
+    private var takesDeadRoom: Bool { ringEnd < capacity && deadRooms.pointee.isEnabled }
+
+    /// With rooms listed, a large value to compress (`size` bytes: LZ4's bound) is compressed
+    /// into memory before it is placed, so that it looks for a room of its compressed size, not
+    /// of the bound. Returns what to store (the compressed bytes, or the value itself when
+    /// compression saves nothing) and its flags; nil when the value is to be compressed straight
+    /// into the ring as usual.
+    func compressedAhead(_ value: UnsafeRawBufferPointer, keyLength: Int, size: Int)
+        -> (stored: UnsafeRawBufferPointer, flags: UInt8)? {
+        guard size >= FreeList.minimumRecordSize, size <= DeadRooms.largestPrecompressed,
+              !deadRooms.pointee.list.isEmpty, takesDeadRoom else { return nil }
+        let scratch = deadRooms.pointee.compressionScratch(count: size - RecordHeader.size - keyLength)
+        guard let compressed = LZ4Codec.compress(value, into: scratch) else { return (value, 0) }
+        return (UnsafeRawBufferPointer(rebasing: scratch[..<compressed]), RecordHeader.compressedFlag)
     }
 
     /// Writer, placing a record of `size` bytes (LZ4's bound when compressing): a listed room of
@@ -105,7 +111,7 @@ extension CacheStore {
     }
 
     private func takeListedRoom(for size: Int) -> (offset: Int, size: Int)? {
-        guard ringEnd < capacity, reusesDeadRoom else {
+        guard takesDeadRoom else {
             deadRooms.pointee.list.removeAll()
             return nil
         }
@@ -134,10 +140,13 @@ extension CacheStore {
         return readers.pinnedRanges().contains { $0.start < offset + size && $0.end > offset }
     }
 
-    /// How far the tail has to go, in ring order, to reach `offset`.
-    private func distanceFromTail(to offset: Int) -> Int {
-        let tail = state.tail
-        return offset >= tail ? offset - tail : (ringEnd - tail) + (offset - ringStart)
+    /// How far the tail has to go, in ring order, to reach `offset`, if `[offset, offset + size)`
+    /// lies in the span; nil otherwise.
+    private func distanceInSpan(of offset: Int, size: Int) -> Int? {
+        let tail = state.tail, span = state.spanBytes
+        guard span > 0, tail >= ringStart, tail <= ringEnd else { return nil }
+        let distance = offset >= tail ? offset - tail : (ringEnd - tail) + (offset - ringStart)
+        return distance + size <= span ? distance : nil
     }
 
     /// Writer: the record of `size` bytes just written at the start of `room` (a dead record's,

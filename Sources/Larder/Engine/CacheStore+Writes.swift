@@ -23,16 +23,10 @@ extension CacheStore {
             // A new index segment in the ring may now be in the way.
             (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compressing)
         }
-        // With rooms listed, a large value to compress is compressed before it is placed, so that
-        // it looks for a room of its compressed size, not of LZ4's bound.
         var stored = value
         var flags: UInt8 = 0
-        if compressing, size >= FreeList.minimumRecordSize, size <= DeadRooms.largestPrecompressed, mayTakeDeadRoom {
-            let scratch = deadRooms.pointee.compressionScratch(count: size - RecordHeader.size - key.count)
-            if let compressed = LZ4Codec.compress(value, into: scratch) {
-                stored = UnsafeRawBufferPointer(rebasing: scratch[..<compressed])
-                flags = RecordHeader.compressedFlag
-            }
+        if compressing, let ahead = compressedAhead(value, keyLength: key.count, size: size) {
+            (stored, flags) = ahead
             compressing = false
             size = RecordHeader.entrySize(keyLength: key.count, storedLength: stored.count)
         }

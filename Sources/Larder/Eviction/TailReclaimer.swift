@@ -112,10 +112,9 @@ extension CacheStore {
         guard moveHeadUpToTail() else { return false }
         recordsPassedInPlace += 1
         largestRecordPassedInPlace = max(largestRecordPassedInPlace, size)
-        deadRooms.pointee.list.tailPassed(size)
         // The span, the whole ring since the head reached the tail, keeps its length.
         state.head = tail + size
-        state.tail = tail + size >= ringEnd ? ringStart : tail + size
+        moveTail(pastRecordAt: tail, size: size)
         return true
     }
 
@@ -136,6 +135,13 @@ extension CacheStore {
         state.head = ringEnd
         state.tail = ringStart
         return true
+    }
+
+    /// Moves the tail past the live record of `size` bytes at `offset` (relocated, or passed in
+    /// place) while the head takes its length: the span keeps its length.
+    private func moveTail(pastRecordAt offset: Int, size: Int) {
+        deadRooms.pointee.list.tailPassed(size)
+        state.tail = offset + size >= ringEnd ? ringStart : offset + size
     }
 
     private func moveTail(to offset: Int, consumed: Int) {
@@ -166,10 +172,9 @@ extension CacheStore {
         RecordHeader.markDead(in: file, at: offset)
         endIndexChange()
         state.add(1, to: .relocations)
-        deadRooms.pointee.list.tailPassed(size)
         // The head advances and the tail passes the original: the span keeps its length.
         state.head = destination + size
-        state.tail = offset + size >= ringEnd ? ringStart : offset + size
+        moveTail(pastRecordAt: offset, size: size)
     }
 
     /// Takes the live entry at `offset` out of the index and the counts, and marks it dead.
