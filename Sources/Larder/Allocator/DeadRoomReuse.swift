@@ -51,6 +51,7 @@ extension CacheStore {
     /// least 64 bytes: 256 for 16 KiB), so that the rooms of records a few bytes apart in size
     /// (keys and values of a few lengths) fit each other. At the capacity, where no room is
     /// taken, the padding would only hold fewer entries.
+    @inline(__always)
     func footprint(ofRecord size: Int) -> Int {
         guard size >= FreeList.minimumRecordSize, ringEnd < capacity else { return size }
         let granularity = max(64, (1 << (Int.bitWidth - 1 - size.leadingZeroBitCount)) >> 6)
