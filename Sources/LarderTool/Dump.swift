@@ -83,7 +83,7 @@ extension LarderCommand {
                     if let value = inspector.value(of: entry) {
                         row.append(hex ? ByteFormat.hex(value) : KeyText.display(value))
                     } else {
-                        row.append("(damaged: \(entry.damage ?? "does not decode"))")
+                        row.append(entry.damage.map { "(damaged: \($0))" } ?? "(changed while being read)")
                     }
                 }
                 table.add(row)

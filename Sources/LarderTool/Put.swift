@@ -24,7 +24,7 @@ extension LarderCommand {
         @Flag(help: "Store the value LZ4-compressed (when that saves space).")
         var lz4 = false
 
-        @Option(help: ArgumentHelp("Capacity of a new file: bytes, or with K, M, G (binary units).", valueName: "size"))
+        @Option(help: ArgumentHelp("Capacity of a new file (ignored for an existing one; see `compact --capacity`): bytes, or with K, M, G (binary units).", valueName: "size"))
         var capacity: String?
 
         func validate() throws {
@@ -45,7 +45,9 @@ extension LarderCommand {
                 throw ExitStatus.failed
             }
             try reportingErrors {
-                let options = Cache.Options(capacity: capacity.flatMap(ByteFormat.parseSize).map { .bytes($0) },
+                // Only for a new file: a smaller capacity would have an existing one rewritten.
+                let isNew = !FileManager.default.fileExists(atPath: cacheFile.file)
+                let options = Cache.Options(capacity: isNew ? capacity.flatMap(ByteFormat.parseSize).map { .bytes($0) } : nil,
                                             compressionThreshold: 0)
                 let cache = try Cache(path: cacheFile.file, options: options)
                 try cache.set(value, forKey: keyBytes, expiry: ttl.map { .seconds($0) }, compression: lz4 ? .lz4 : Compression.none)

@@ -7,6 +7,9 @@ enum SalvageText {
         var text = "\(verb) \(kept) \(kept == 1 ? "entry" : "entries") into \(report.outputPath) "
             + "(\(ByteFormat.size(report.sourceBytes)) before, \(ByteFormat.size(report.outputBytes)) now)\n"
         if report.expired > 0 { text += "left out \(report.expired) expired \(report.expired == 1 ? "entry" : "entries")\n" }
+        if report.evicted > 0 {
+            text += "left out \(report.evicted) older \(report.evicted == 1 ? "entry" : "entries") the new capacity cannot hold\n"
+        }
         if report.dropped.isEmpty {
             text += "dropped nothing\n"
         } else {

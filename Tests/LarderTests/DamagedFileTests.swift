@@ -375,6 +375,31 @@ struct DamagedFileTests {
         #expect(try reopened.bytes(forKey: "long-key-4") == [UInt8](repeating: 4, count: 2000))
     }
 
+    /// A header of kind 3 (index segment) whose checksum holds, where no segment can be: not on
+    /// a page boundary, and 75 bytes long. The inspector's walk stepped over it by its length,
+    /// lost the record boundaries behind it, and `compact` then dropped every entry.
+    @Test func aSegmentHeaderWhereNoSegmentCanBeHidesNoRecordBehindIt() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(at: path, capacity: 2 << 20)
+        for key in 0..<30 { try cache.set([UInt8](repeating: UInt8(key), count: 100), forKey: "key-\(key)") }
+        try cache.close()
+        try rewrite(path) { bytes in
+            let offset = recordOffset(ofKey: "key-1", in: bytes)
+            bytes[offset + RecordHeader.Field.kind] = RecordKind.indexSegment.rawValue
+            bytes[offset + RecordHeader.Field.keyLength] = 0
+            bytes[offset + RecordHeader.Field.keyLength + 1] = 0
+            bytes[offset + RecordHeader.Field.storedLength] = 27
+            bytes[offset + RecordHeader.Field.rawLength] = 27
+            resealHeader(at: offset, in: &bytes)
+        }
+        let expected = Set((0..<30).filter { $0 != 1 }.map { Array("key-\($0)".utf8) })
+        #expect(Set(try FileInspector(path: path).walk().entries.map(\.key)) == expected)
+        let report = try FileInspector.compact(path: path)
+        #expect(Set(report.kept.map(\.key)) == expected)
+        #expect(try Cache(path: path).bytes(forKey: "key-29") == [UInt8](repeating: 29, count: 100))
+    }
+
     /// A clean file whose entry count is lower than its index holds: removals take the count
     /// below zero, which `removeAll` turned into a trap when adding it to the statistics.
     @Test func anEntryCountTooLowInACleanFileNeverTraps() throws {

@@ -59,3 +59,29 @@ struct InspectionLookupTests {
         #expect(damaged.value == 0)
     }
 }
+
+/// `larder dump --values`, `recover` and `compact` take values from a walk of a file that other
+/// processes may be writing.
+@Suite("Inspection values")
+struct InspectionValueTests {
+    /// A record written, after the walk, in the room of one the walk described (the free list
+    /// gives a new large value the room of a removed one) must not pass for the walked entry's
+    /// value: its key and sequence number are another's.
+    @Test func theValueOfAWalkedEntryIsNeverAnotherKeysValueWrittenInItsRoom() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(at: path, capacity: 16 << 20)
+        for index in 0..<4 { try cache.set(pattern(index, count: 8000), forKey: "k\(index)") }
+        try cache.sync()
+        let inspector = try FileInspector(path: path)
+        let walked = try #require(inspector.walk().entries.first { $0.key == Array("k1".utf8) })
+        #expect(inspector.value(of: walked) == pattern(1, count: 8000))
+
+        try cache.removeValue(forKey: "k1")
+        try cache.set(pattern(99, count: 8000), forKey: "k9")
+        let now = try #require(inspector.walk().entries.first { $0.key == Array("k9".utf8) })
+        #expect(now.offset == walked.offset)
+        #expect(inspector.value(of: walked) == nil)
+        #expect(inspector.value(of: now) == pattern(99, count: 8000))
+    }
+}

@@ -156,6 +156,29 @@ struct RepairCommandTests {
         #expect(reopened.capacity == 4 << 20)
     }
 
+    @Test func compactWithASmallerCapacityKeepsTheNewestEntries() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(path: path, options: .init(capacity: .megabytes(8)))
+        for index in 0..<500 { try cache.set(Data(repeating: UInt8(index % 251), count: 8000), forKey: "k\(index)") }
+        try cache.close()
+
+        let run = try Larder.expect(["compact", "--capacity", "1M", path])
+        let lines = run.stdout.split(separator: "\n")
+        let kept = try #require(lines.first.flatMap { Int($0.split(separator: " ")[1]) })
+        #expect(kept > 50 && kept < 500)
+        #expect(lines.contains("left out \(500 - kept) older entries the new capacity cannot hold"))
+        try Larder.expect(["verify", path])
+        let reopened = try Cache(path: path)
+        #expect(reopened.capacity == 1 << 20)
+        #expect(reopened.count == kept)
+        for index in (500 - kept)..<500 {
+            #expect(try reopened.data(forKey: "k\(index)") == Data(repeating: UInt8(index % 251), count: 8000))
+        }
+        #expect(try reopened.data(forKey: "k\(499 - kept)") == nil)
+        try Larder.expect(["compact", "--capacity", "lots", path], status: 64)
+    }
+
     /// A cache that wrapped many times, evicted, relocated, grew its index and was cleared once.
     @Test func aHeavilyUsedFileVerifiesAndRecoversWhole() throws {
         let directory = TemporaryDirectory()

@@ -45,9 +45,9 @@ enum Larder {
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         let paths = ["in", "out", "err"].map { scratch.appendingPathComponent($0).path }
-        FileManager.default.createFile(atPath: paths[0], contents: input)
-        FileManager.default.createFile(atPath: paths[1], contents: nil)
-        FileManager.default.createFile(atPath: paths[2], contents: nil)
+        for (path, contents) in zip(paths, [input, nil, nil]) where !FileManager.default.createFile(atPath: path, contents: contents) {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments

@@ -16,6 +16,10 @@ final class CacheStore {
         var pageSize: Int
         var readOnly: Bool
         var permissions: UInt16
+        /// False while this process has the file open in the other mode: then even an open that
+        /// is alone with the file by its locks (Apple platforms: locks belong to the process)
+        /// must not rename a smaller copy over it.
+        var mayReplaceFile = true
     }
 
     static let defaultCapacity = 64 << 20
@@ -140,6 +144,19 @@ final class CacheStore {
                 throw LarderError(.invalidArgument, "capacity must be from \(minimum) bytes to 1 TiB, not \(capacity)", path: path)
             }
         }
+        // A compaction or a shrink renames a new file over `path` while it holds the old file's
+        // locks; an open that waited for them then starts again on the new file.
+        for _ in 0..<maximumOpenAttempts {
+            if let store = try openOnce(path: path, configuration: configuration) { return store }
+        }
+        throw LarderError(.busy, "the file was replaced \(maximumOpenAttempts) times while this process opened it", path: path)
+    }
+
+    private static let maximumOpenAttempts = 100
+
+    /// One attempt at `open`: nil when the path named another file by the time this attempt
+    /// had the file's locks, or when this attempt replaced the file with a smaller one.
+    private static func openOnce(path: String, configuration: Configuration) throws(LarderError) -> CacheStore? {
         let descriptor = try FileDescriptor.open(path, create: !configuration.readOnly, readOnly: configuration.readOnly,
                                                  permissions: configuration.permissions)
         var owner: MappedFile?
@@ -149,6 +166,10 @@ final class CacheStore {
             // cannot hold a write lock; read-only opens change nothing and share the byte.
             let readOnly = configuration.readOnly
             try descriptor.lock(byte: LockByte.transition, readOnly ? .shared : .exclusive, wait: true)
+            guard try descriptor.isStillLinked(at: path) else {
+                descriptor.close()
+                return nil
+            }
             var soleWriter = false
             if !readOnly { soleWriter = try descriptor.lock(byte: LockByte.writers, .exclusive, wait: false) }
             if !readOnly && !soleWriter {
@@ -165,7 +186,13 @@ final class CacheStore {
                 }
                 store = try create(descriptor, configuration: configuration, owner: &owner)
             case .valid(let metas):
-                store = try openExisting(descriptor, meta: chooseMeta(metas), configuration: configuration,
+                let meta = try chooseMeta(metas)
+                if alone, !readOnly, configuration.mayReplaceFile, let smaller = smallerCapacity(meta, configuration),
+                   rewrite(path, descriptor, capacity: smaller) {
+                    descriptor.close()
+                    return nil
+                }
+                store = try openExisting(descriptor, meta: meta, configuration: configuration,
                                          soleWriter: soleWriter, alone: alone, owner: &owner)
             }
             if soleWriter {

@@ -35,7 +35,9 @@ final class OpenFileRegistry: @unchecked Sendable {
         let readOnly: Bool
     }
 
-    private let lock = NSLock()
+    /// Recursive: shrinking a file at open (`CacheStore.rewrite`) opens the smaller copy
+    /// through a `Cache` of its own.
+    private let lock = NSRecursiveLock()
     private var entries: [Key: Entry] = [:]
 
     /// The open store for `path`, opening it when this process does not have it open yet.
@@ -46,6 +48,8 @@ final class OpenFileRegistry: @unchecked Sendable {
             entry.users += 1
             return entry
         }
+        var configuration = configuration
+        configuration.mayReplaceFile = Self.key(path: path, readOnly: !configuration.readOnly).map { entries[$0] == nil } ?? true
         let store = try CacheStore.open(path: path, configuration: configuration)
         var info = stat()
         fstat(store.file.descriptor.rawValue, &info)

@@ -20,14 +20,22 @@ enum IndexSegment {
             .write(to: file, at: offset, seed: seed)
     }
 
+    /// Whether `header`, read at `offset`, has the place and size a segment must have (FORMAT.md
+    /// 4.7): a header of kind 3 anywhere else, or of another length, is no segment, and stepping
+    /// over it would lose the record boundaries of the ring behind it.
+    static func isWellFormed(_ header: RecordHeader, at offset: Int, pageSize: Int) -> Bool {
+        header.kind == .indexSegment && offset % pageSize == 0 && header.keyLength == 0
+            && header.rawLength >= HashTable.minimumSlotCount && header.rawLength <= HashTable.maximumSlotCount
+            && header.totalSize == byteCount(slotCount: header.rawLength, pageSize: pageSize)
+    }
+
     /// The table of the segment described by `location`, after checking that a live segment
     /// header of the right size is really there.
     static func table(in file: MappedFile, at location: IndexLocation, pageSize: Int, seed: UInt32) -> HashTable? {
         guard location.exists,
               let header = RecordHeader.read(from: file, at: location.offset, limit: file.size, seed: seed),
-              header.kind == .indexSegment, header.isLive,
-              header.rawLength == location.slotCount,
-              header.totalSize == byteCount(slotCount: location.slotCount, pageSize: pageSize)
+              isWellFormed(header, at: location.offset, pageSize: pageSize), header.isLive,
+              header.rawLength == location.slotCount
         else { return nil }
         let pointer = (file.base + location.offset + slotsOffset).assumingMemoryBound(to: UInt64.self)
         return HashTable(slots: pointer, slotCount: location.slotCount)

@@ -42,13 +42,14 @@ extension FileInspector {
                 return true
             }
             guard let (offset, header) = found else { continue }
-            let stored = Array(file.bytes(at: offset + RecordHeader.size + header.keyLength, count: header.storedLength))
-            lrd_fence_acquire()
-            guard UInt64(littleEndian: file.loadAcquire64(at: offset)) & RecordHeader.Word0.liveBit != 0,
-                  file.load(UInt64.self, at: offset + RecordHeader.Field.sequence) == header.sequence else { return nil }
-            let checksum = stored.withUnsafeBytes { lrd_crc32c(lrd_crc32c(seed, key, key.count), $0.baseAddress, $0.count) }
-            let intact = checksum == header.dataChecksum
-            let value = intact ? stored.withUnsafeBytes { decodedValue(header: header, stored: $0) } : nil
+            let stored: [UInt8]?
+            switch copyStored(at: offset, header: header, key: key) {
+            case .changed: return nil
+            case .damaged: stored = nil
+            case .intact(let bytes): stored = bytes
+            }
+            let intact = stored != nil
+            let value = stored.flatMap { bytes in bytes.withUnsafeBytes { decodedValue(header: header, stored: $0) } }
             var entry = entryRecord(header, at: offset, damage: !intact ? "data checksum mismatch"
                                     : value == nil ? "compressed value does not decode" : nil)
             entry.isIndexed = true
@@ -57,5 +58,27 @@ extension FileInspector {
             return .found(entry, value)
         }
         return .missing
+    }
+}
+
+extension FileInspector {
+    /// The stored bytes of the entry `header` describes at `offset`, copied out of the mapping
+    /// once and checked as any reader checks them (docs/FORMAT.md 7.7.4).
+    enum StoredCopy {
+        case intact([UInt8])
+        /// The copy does not match the data checksum of `key` and the header.
+        case damaged
+        /// The record died, or a writer put another one there, while the bytes were copied
+        /// (a dead record's room is the only one a writer reuses): look again.
+        case changed
+    }
+
+    func copyStored(at offset: Int, header: RecordHeader, key: [UInt8]) -> StoredCopy {
+        let stored = Array(file.bytes(at: offset + RecordHeader.size + header.keyLength, count: header.storedLength))
+        lrd_fence_acquire()
+        guard UInt64(littleEndian: file.loadAcquire64(at: offset)) & RecordHeader.Word0.liveBit != 0,
+              file.load(UInt64.self, at: offset + RecordHeader.Field.sequence) == header.sequence else { return .changed }
+        let checksum = stored.withUnsafeBytes { lrd_crc32c(lrd_crc32c(seed, key, key.count), $0.baseAddress, $0.count) }
+        return checksum == header.dataChecksum ? .intact(stored) : .damaged
     }
 }

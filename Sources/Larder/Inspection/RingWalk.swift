@@ -222,10 +222,14 @@ extension FileInspector {
     }
 
     /// The value of `entry` as callers see it (decompressed), or nil when it does not check out.
+    /// The file may be in use: the record must still be the one the walk described (its
+    /// sequence number), and its key and the bytes copied must match its data checksum, so that
+    /// a record written there since never lends its value to the walk's key.
     public func value(of entry: EntryRecord) -> [UInt8]? {
         guard let header = RecordHeader.read(from: file, at: entry.offset, limit: ringEnd, seed: seed),
-              header.kind == .entry, header.dataIsIntact(in: file, at: entry.offset, seed: seed) else { return nil }
-        return decodedValue(at: entry.offset, header: header)
+              header.kind == .entry, header.sequence == entry.sequence, header.keyLength == entry.key.count,
+              case .intact(let stored) = copyStored(at: entry.offset, header: header, key: entry.key) else { return nil }
+        return stored.withUnsafeBytes { decodedValue(header: header, stored: $0) }
     }
 
     /// The stored value at `offset`, decompressed when need be; nil when it does not decode.
@@ -283,7 +287,11 @@ private struct RingScanner {
                     // recovery: padding may cover an old header whose record newer ones have
                     // since written over, beginning inside it.
                     let intact = header.kind != .entry || header.dataIsIntact(in: file, at: position, seed: inspector.seed)
-                    if inSpan || intact { found = (header.totalSize, record(header, at: position, dataIsIntact: intact)) }
+                    let wellFormed = header.kind != .indexSegment
+                        || IndexSegment.isWellFormed(header, at: position, pageSize: inspector.meta.pageSize)
+                    if (inSpan || intact) && wellFormed {
+                        found = (header.totalSize, record(header, at: position, dataIsIntact: intact))
+                    }
                 }
             }
             guard let (size, kind) = found else {

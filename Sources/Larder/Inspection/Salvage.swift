@@ -19,6 +19,8 @@ import Foundation
     public let dropped: [Dropped]
     /// Entries left out because their time was up.
     public let expired: Int
+    /// Entries that checked out but did not fit a smaller capacity (the oldest ones).
+    public let evicted: Int
     /// Bytes of the source file and of the file written.
     public let sourceBytes: Int
     public let outputBytes: Int
@@ -35,10 +37,12 @@ extension FileInspector {
     /// order is the old one's; each keeps its expiry time and its compression. Access bits and
     /// statistics counters start afresh.
     ///
-    /// The new file has this file's capacity and page size. It is written under a temporary
-    /// name beside `outputPath` and renamed to it when complete, so `outputPath` is either the
-    /// old file or the whole new one, never half of it.
-    public func salvage(into outputPath: String, permissions: UInt16 = 0o600,
+    /// The new file has this file's page size, and its capacity unless `capacity` names
+    /// another. A smaller capacity keeps the newest entries it can hold: older ones are left out
+    /// (`SalvageReport.evicted`), as eviction would have taken them first. The new file is
+    /// written under a temporary name beside `outputPath` and renamed to it when complete, so
+    /// `outputPath` is either the old file or the whole new one, never half of it.
+    public func salvage(into outputPath: String, capacity: Int? = nil, permissions: UInt16 = 0o600,
                         progress: ((Int, Int) -> Void)? = nil) throws(LarderError) -> SalvageReport {
         let walk = walk(decodeValues: true, progress: progress)
         var newest: [[UInt8]: EntryRecord] = [:]
@@ -67,20 +71,33 @@ extension FileInspector {
                                  reason: "named by the \(finding.table) index, but no entry that checks out is there"))
         }
 
+        let capacity = capacity ?? meta.capacity
+        let now = SystemCall.nowMilliseconds()
+        var expired = 0
+        var current: [EntryRecord] = []
+        for entry in newest.values {
+            if entry.isExpired(now: now) { expired += 1 } else { current.append(entry) }
+        }
+        // Newest first, as many as the new capacity could hold; writing the older ones too would
+        // only have them evicted again.
+        current.sort { $0.sequence > $1.sequence }
+        var fitting = 0
+        var bytes = FileLayout.dataStart(pageSize: meta.pageSize)
+        while fitting < current.count && bytes + current[fitting].recordSize <= capacity {
+            bytes += current[fitting].recordSize
+            fitting += 1
+        }
+        var evicted = current.count - fitting
+
         let temporary = outputPath + ".larder-tmp-\(getpid())"
         unlink(temporary)
+        var written: [EntryRecord] = []
         var kept: [EntryRecord] = []
-        var expired = 0
         do throws(LarderError) {
             let cache = try Cache(path: temporary, options: .init(
-                capacity: .bytes(meta.capacity), pageSize: meta.pageSize, permissions: permissions,
+                capacity: .bytes(capacity), pageSize: meta.pageSize, permissions: permissions,
                 compressionThreshold: 0))
-            let now = SystemCall.nowMilliseconds()
-            for entry in newest.values.sorted(by: { $0.sequence < $1.sequence }) {
-                if entry.isExpired(now: now) {
-                    expired += 1
-                    continue
-                }
+            for entry in current[..<fitting].reversed() {
                 guard let value = value(of: entry) else {
                     dropped.append(.init(offset: entry.offset, key: entry.key, keyIsProbable: false,
                                          reason: "changed while being read"))
@@ -89,11 +106,16 @@ extension FileInspector {
                 do throws(LarderError) {
                     try cache.set(value, forKey: entry.key, expiry: FileInspector.expiry(entry.expiresAt),
                                   compression: entry.isCompressed ? .lz4 : Compression.none)
-                    kept.append(entry)
+                    written.append(entry)
                 } catch {
                     dropped.append(.init(offset: entry.offset, key: entry.key, keyIsProbable: false,
                                          reason: "not written: \(error.message)"))
                 }
+            }
+            // The index and the ring's own room count too: the oldest of what was written may
+            // have made way for the newest.
+            for entry in written {
+                if try cache.containsValue(forKey: entry.key) { kept.append(entry) } else { evicted += 1 }
             }
             try cache.close()
             guard rename(temporary, outputPath) == 0 else {
@@ -103,10 +125,10 @@ extension FileInspector {
             unlink(temporary)
             throw error
         }
-        let written = (try? FileManager.default.attributesOfItem(atPath: outputPath)[.size] as? Int) ?? 0
+        let outputBytes = (try? FileManager.default.attributesOfItem(atPath: outputPath)[.size] as? Int) ?? 0
         dropped.sort { ($0.offset ?? 0) < ($1.offset ?? 0) }
         return SalvageReport(outputPath: outputPath, kept: kept, dropped: dropped, expired: expired,
-                             sourceBytes: diskSize, outputBytes: written)
+                             evicted: evicted, sourceBytes: diskSize, outputBytes: outputBytes)
     }
 
     /// The same instant as `milliseconds` (since the epoch) as an `Expiry`. `Expiry.date`
@@ -119,9 +141,12 @@ extension FileInspector {
     /// that over it. Takes the cache's locks first (docs/FORMAT.md 7.1), so it refuses with
     /// `.busy` while any process has the file open, and no process can open it until it is done.
     ///
-    /// A process that opened the old file just before the rename and waits for the locks ends
-    /// up with the old file, now unlinked: its writes are lost. Compact a cache nothing uses.
-    public static func compact(path: String, progress: ((Int, Int) -> Void)? = nil) throws(LarderError) -> SalvageReport {
+    /// A process that opened the old file just before the rename and waits for the locks finds,
+    /// once it has them, that the path names another file, and opens that one instead.
+    /// `capacity` gives the new file another capacity; a smaller one keeps the newest entries
+    /// that fit.
+    public static func compact(path: String, capacity: Int? = nil,
+                               progress: ((Int, Int) -> Void)? = nil) throws(LarderError) -> SalvageReport {
         let descriptor = try FileDescriptor.open(path, create: false, readOnly: false, permissions: 0)
         defer { descriptor.close() }
         try descriptor.lock(byte: CacheStore.LockByte.transition, .exclusive, wait: true)
@@ -141,7 +166,7 @@ extension FileInspector {
         // drops them, so the inspector's descriptor stays open until the rename is done.
         let inspector = try FileInspector(path: path)
         return try withExtendedLifetime(inspector) { () throws(LarderError) in
-            try inspector.salvage(into: path, permissions: permissions, progress: progress)
+            try inspector.salvage(into: path, capacity: capacity, permissions: permissions, progress: progress)
         }
     }
 }

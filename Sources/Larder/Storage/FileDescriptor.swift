@@ -65,6 +65,20 @@ struct FileDescriptor {
         return Array(buffer.prefix(done))
     }
 
+    /// Whether `path` still names the file this descriptor has open. A file renamed over it
+    /// (a compaction) or its removal leaves the descriptor on a file no one else will open.
+    func isStillLinked(at path: String) throws(LarderError) -> Bool {
+        var open = stat()
+        var named = stat()
+        do throws(LarderError) {
+            try SystemCall.retrying("fstat") { fstat(rawValue, &open) }
+        } catch {
+            throw error.at(path)
+        }
+        guard stat(path, &named) == 0 else { return false }
+        return open.st_dev == named.st_dev && open.st_ino == named.st_ino
+    }
+
     enum LockMode: Int32 {
         case unlock = 0, shared = 1, exclusive = 2
     }

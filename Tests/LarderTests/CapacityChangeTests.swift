@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+@testable @_spi(Inspection) import Larder
+
+/// Opening a file with another capacity than it has (FORMAT.md 6.7).
+@Suite("Changing the capacity")
+struct CapacityChangeTests {
+    static let valueSize = 8 << 10
+
+    /// Writes keys `k0`... of `valueSize` bytes each, in order.
+    static func fill(_ cache: Cache, keys: Range<Int>) throws {
+        for key in keys { try cache.set(value(key), forKey: "k\(key)") }
+    }
+
+    static func value(_ key: Int) -> [UInt8] { pattern(key, count: valueSize) }
+
+    static func diskSize(_ path: String) throws -> Int {
+        try #require(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+    }
+
+    @Test func aLargerCapacityIsTakenAtOpen() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Cache(at: path, capacity: 1 << 20).close()
+        let cache = try Cache(at: path, capacity: 8 << 20)
+        #expect(cache.capacity == 8 << 20)
+        try Self.fill(cache, keys: 0..<400)
+        #expect(cache.fileBytes > 2 << 20)
+        #expect(cache.count == 400)
+    }
+
+    @Test func aSmallerCapacityKeepsTheNewestEntriesThatFit() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let keys = 0..<600
+        do {
+            let cache = try Cache(at: path, capacity: 16 << 20)
+            try Self.fill(cache, keys: keys)
+            // Compressed, and expiring: both survive the rewrite as they were.
+            try cache.set(Data(repeating: 7, count: 20_000), forKey: "compressed", compression: .lz4)
+            try cache.set([1, 2, 3], forKey: "expiring", expiry: .seconds(3600))
+            try cache.set([4], forKey: "expired", expiry: .date(Date(timeIntervalSinceNow: 0.001)))
+            try cache.close()
+        }
+        #expect(try Self.diskSize(path) > 4 << 20)
+        Thread.sleep(forTimeInterval: 0.01)
+
+        let cache = try Cache(at: path, capacity: 1 << 20)
+        #expect(cache.capacity == 1 << 20)
+        #expect(cache.fileBytes <= 1 << 20)
+        #expect(try Self.diskSize(path) <= 1 << 20)
+        #expect(try cache.bytes(forKey: "compressed") == [UInt8](repeating: 7, count: 20_000))
+        #expect(try cache.bytes(forKey: "expiring") == [1, 2, 3])
+        #expect(try cache.bytes(forKey: "expired") == nil)
+
+        // What is left is the newest keys, each intact, and nothing older.
+        let present = try keys.filter { try cache.bytes(forKey: "k\($0)") != nil }
+        #expect(present.count > 50)
+        #expect(present == Array((keys.upperBound - present.count)..<keys.upperBound))
+        for key in present { #expect(try cache.bytes(forKey: "k\(key)") == Self.value(key)) }
+        #expect(cache.count == present.count + 2)
+
+        // The smaller file works as any other: it takes new values within its capacity.
+        try Self.fill(cache, keys: 1000..<1200)
+        #expect(cache.fileBytes <= 1 << 20)
+        #expect(try cache.bytes(forKey: "k1199") == Self.value(1199))
+        try cache.close()
+        #expect(try FileInspector(path: path).verify().report.problems.isEmpty)
+        #expect(try Cache(at: path).capacity == 1 << 20)
+    }
+
+    @Test func aSmallerCapacityWaitsUntilNoOtherHandleHasTheFile() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let writer = try Cache(at: path, capacity: 16 << 20)
+        try Self.fill(writer, keys: 0..<600)
+        try writer.close()
+        let size = try Self.diskSize(path)
+
+        // Every handle maps the capacity it found; a rewrite would leave this one on a file no
+        // one else uses.
+        let reader = try Cache(at: path, readOnly: true)
+        let cache = try Cache(at: path, capacity: 1 << 20)
+        #expect(cache.capacity == 16 << 20)
+        #expect(try Self.diskSize(path) == size)
+        #expect(cache.count == 600 && reader.count == 600)
+        try cache.close()
+        try reader.close()
+
+        let alone = try Cache(at: path, capacity: 1 << 20)
+        #expect(alone.capacity == 1 << 20)
+        #expect(try alone.bytes(forKey: "k599") == Self.value(599))
+    }
+
+    @Test func anOpenThatWaitedWhileTheFileWasReplacedOpensTheNewFile() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        do {
+            let old = try Cache(at: path)
+            try old.set([1], forKey: "old")
+            try old.close()
+        }
+        let replacement = directory.path("new.larder")
+        do {
+            let new = try Cache(at: replacement)
+            try new.set([2], forKey: "new")
+            try new.close()
+        }
+        // The file's transition lock, held as a compaction holds it while it renames a new file
+        // over the old one. (The process's opens wait behind this one meanwhile.)
+        let holder = try FileDescriptor.open(path, create: false, readOnly: false, permissions: 0)
+        try holder.lock(byte: CacheStore.LockByte.transition, .exclusive, wait: true)
+
+        let opened = OpenedCache()
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            opened.result = Result { try Cache(at: path) }
+            done.signal()
+        }.start()
+        // Long enough for the open to wait on the lock; if it has not got there yet, it opens
+        // the new file directly, and the test holds as well.
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(rename(replacement, path) == 0)
+        holder.close()
+        done.wait()
+
+        let cache = try #require(try opened.result?.get())
+        #expect(try cache.bytes(forKey: "new") == [2])
+        #expect(try cache.bytes(forKey: "old") == nil)
+        try cache.set([3], forKey: "written after")
+        try cache.close()
+        #expect(try Cache(at: path).bytes(forKey: "written after") == [3])
+    }
+}
+
+/// The outcome of an open made on another thread.
+private final class OpenedCache: @unchecked Sendable {
+    var result: Result<Cache, any Error>?
+}
