@@ -42,7 +42,8 @@ extern "C" {
 #define LARDER_NO_MEMORY (-7)
 /* The disk or file system refused more space. */
 #define LARDER_FULL (-8)
-/* The cache was closed. */
+/* The cache was closed. (Not returned by this API, whose handles are freed by larder_close;
+ * kept so that status codes match the Swift API's.) */
 #define LARDER_CLOSED (-9)
 /* Another process or handle has the file open in a way that excludes this open. */
 #define LARDER_BUSY (-10)
@@ -66,7 +67,7 @@ typedef struct larder larder;
 typedef struct larder_options {
     uint32_t struct_size;           /* set by larder_options_init: sizeof(larder_options) */
     uint32_t flags;                 /* LARDER_FLAG_READ_ONLY */
-    uint64_t capacity_bytes;        /* 0 = the file's own, or 64 MiB when creating */
+    uint64_t capacity_bytes;        /* 0 = the file's own, or 64 MiB when creating; see larder_open */
     uint32_t page_size;             /* 0 = 4096; a power of two 4096..65536; used only when creating */
     uint32_t compression;           /* LARDER_COMPRESSION_NONE or LARDER_COMPRESSION_LZ4 */
     uint64_t default_ttl_ms;        /* 0 = entries do not expire unless a put says so */
@@ -78,12 +79,18 @@ typedef struct larder_options {
 void larder_options_init(larder_options *opts);
 
 /* Opens the cache at `path`, creating it unless read-only; opts may be NULL for the defaults.
- * A file left unclean by a crash is repaired first. On success *out is the handle. */
+ * A file left unclean by a crash is repaired first. On success *out is the handle.
+ * A capacity_bytes other than the file's is taken only by an open that no other handle of any
+ * process shares the file with (every handle maps the capacity it found); otherwise the file
+ * keeps its capacity, which larder_stats reports. A smaller capacity than the file has grown to
+ * rewrites the file with its newest entries that fit, in time proportional to its size; if the
+ * disk has no room for that copy, the file keeps its capacity. */
 int larder_open(const char *path, const larder_options *opts, larder **out);
 
 /* Flushes, marks the file cleanly closed and frees the handle. NULL is a no-op. The handle must
  * not be used afterwards, nor concurrently with this call. Called from inside a larder_foreach
- * callback of the same handle, it does nothing (see larder_last_error_message()). */
+ * callback of any handle on the same file, it does nothing and the handle stays open (see
+ * larder_last_error_message()): close it after larder_foreach returns. */
 void larder_close(larder *db);
 
 /* ---- Reading and writing ------------------------------------------------------------------- */
@@ -124,7 +131,7 @@ int larder_sync(larder *db);
 struct larder_stats {
     uint32_t struct_size;    /* set by the caller to sizeof(struct larder_stats) */
     uint32_t reserved;
-    uint64_t entries;        /* live entries */
+    uint64_t entries;        /* entries stored, expired ones included until they are reclaimed */
     uint64_t live_bytes;     /* bytes of live values as callers see them (raw) */
     uint64_t stored_bytes;   /* bytes of live values as stored (after compression) */
     uint64_t file_bytes;     /* size of the file */

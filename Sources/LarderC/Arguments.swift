@@ -14,6 +14,7 @@ enum Arguments {
 
     /// A key's bytes: non-empty, and a pointer behind them.
     static func key(_ pointer: UnsafeRawPointer?, _ length: Int) -> Result<UnsafeRawBufferPointer, StatusError> {
+        if length < 0 { return .failure(tooLong("the key", length)) }
         guard length > 0, let pointer else {
             return .failure(StatusError.invalid(length == 0 ? "the key is empty" : "the key pointer is NULL"))
         }
@@ -22,11 +23,21 @@ enum Arguments {
 
     /// A value's bytes: a NULL pointer is allowed only with length 0.
     static func bytes(_ pointer: UnsafeRawPointer?, _ length: Int, _ name: String) -> Result<UnsafeRawBufferPointer, StatusError> {
-        guard length >= 0, pointer != nil || length == 0 else {
+        if length < 0 { return .failure(tooLong(name, length)) }
+        guard pointer != nil || length == 0 else {
             return .failure(StatusError.invalid("\(name) is NULL with a length of \(length)"))
         }
         return .success(UnsafeRawBufferPointer(start: length == 0 ? nil : pointer, count: length))
     }
+
+    /// A `size_t` of 2^63 or more, which Swift sees as negative: no memory holds that many
+    /// bytes, so it is a length computed wrong (often `(size_t)-1`).
+    private static func tooLong(_ name: String, _ length: Int) -> StatusError {
+        StatusError(status: Status.of(LarderError(.tooLarge, "\(name) has a length of \(UInt(bitPattern: length)) bytes")))
+    }
+
+    /// A buffer's length: one of 2^63 bytes or more holds any value.
+    static func bufferLength(_ length: Int) -> Int { length < 0 ? Int.max : length }
 
     /// The expiry a `ttl_ms` stands for: nil for the cache's default.
     static func expiry(ttlMilliseconds ttl: UInt64) -> Expiry? {

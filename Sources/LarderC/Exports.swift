@@ -91,10 +91,11 @@ public func larderGet(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPoint
         guard buffer != nil || bufferLength == 0 else { throw StatusError.invalid("buf is NULL with a length of \(bufferLength)") }
         let keyBytes = try Arguments.key(key, keyLength).get()
         // Straight into the caller's buffer: no pin, no allocation.
-        let length = try cache.copyValue(forKey: keyBytes, into: UnsafeMutableRawBufferPointer(start: buffer, count: bufferLength))
+        let capacity = Arguments.bufferLength(bufferLength)
+        let length = try cache.copyValue(forKey: keyBytes, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
         guard let length else { return Status.notFound }
         valueLength.pointee = length
-        return length <= bufferLength ? Status.ok : Status.bufferTooSmall
+        return length <= capacity ? Status.ok : Status.bufferTooSmall
     }
 }
 
@@ -111,7 +112,14 @@ public func larderGetAlloc(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRaw
         var capacity = 0
         while true {
             let target = UnsafeMutableRawBufferPointer(start: memory, count: capacity)
-            guard let length = try cache.copyValue(forKey: keyBytes, into: target) else {
+            let copied: Int?
+            do {
+                copied = try cache.copyValue(forKey: keyBytes, into: target)
+            } catch {
+                free(memory)
+                throw error
+            }
+            guard let length = copied else {
                 free(memory)
                 return Status.notFound
             }

@@ -6,7 +6,7 @@ extension LarderCommand {
     struct Clear: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove every entry.",
-            discussion: "Takes time independent of the number of entries. Fails with \"busy\" while another process has the file open.")
+            discussion: "Takes time independent of the number of entries. Other processes may have the file open meanwhile; the tool takes its turn with them.")
 
         @OptionGroup var cacheFile: CacheFileArgument
 

@@ -7,7 +7,7 @@ extension LarderCommand {
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove the value for a key.",
-            discussion: "Exits with 1 when there was no value for the key. Fails with \"busy\" while another process has the file open.")
+            discussion: "Exits with 1 when there was no value for the key. Other processes may have the file open meanwhile; the tool takes its turn with them.")
 
         @OptionGroup var cacheFile: CacheFileArgument
         @OptionGroup var key: KeyArgument

@@ -6,8 +6,8 @@ import ArgumentParser
 ///
 /// Reading commands (`info`, `dump`, `get`, `verify`) use Larder's inspection view: they take no
 /// lock and change nothing, so they work on a file another process has open, and on a damaged
-/// one. Writing commands (`put`, `delete`, `clear`) go through the public `Cache` API and
-/// therefore wait for no one: they fail with "busy" while another process has the file open.
+/// one. Writing commands (`put`, `delete`, `clear`) go through the public `Cache` API, as one
+/// more process using the file, with its locks.
 /// `recover` and `compact` read through the inspection view and write a fresh file through `Cache`.
 @main
 struct LarderCommand: ParsableCommand {

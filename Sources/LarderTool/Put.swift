@@ -8,8 +8,8 @@ extension LarderCommand {
         static let configuration = CommandConfiguration(
             abstract: "Store a value for a key, read from a file or from stdin.",
             discussion: """
-                Creates the cache file when it does not exist (64 MiB, or --capacity). Fails \
-                with "busy" while another process has the file open.
+                Creates the cache file when it does not exist (64 MiB, or --capacity). Other \
+                processes may have the file open meanwhile; the tool takes its turn with them.
                 """)
 
         @OptionGroup var cacheFile: CacheFileArgument
@@ -20,6 +20,8 @@ extension LarderCommand {
 
         @Option(help: ArgumentHelp("Expire the value this many seconds from now.", valueName: "seconds"))
         var ttl: Double?
+        /// A hundred years: longer is a mistake (`inf`, `1e300`), not an expiry.
+        static let longestTTL: Double = 100 * 365.25 * 86_400
 
         @Flag(help: "Store the value LZ4-compressed (when that saves space).")
         var lz4 = false
@@ -28,7 +30,9 @@ extension LarderCommand {
         var capacity: String?
 
         func validate() throws {
-            if let ttl, !(ttl > 0) { throw ValidationError("--ttl must be a positive number of seconds") }
+            if let ttl, !(ttl > 0 && ttl <= Self.longestTTL) {
+                throw ValidationError("--ttl must be a positive number of seconds, at most \(Int(Self.longestTTL)) (100 years)")
+            }
             if let capacity, ByteFormat.parseSize(capacity) == nil {
                 throw ValidationError("--capacity '\(capacity)' is not a size (e.g. 262144, 256K, 64M)")
             }

@@ -110,6 +110,15 @@ static void test_invalid_arguments(void) {
     CHECK(larder_foreach(NULL, NULL, NULL) == LARDER_INVALID_ARGUMENT);
     larder_close(NULL);
 
+    /* Lengths of 2^63 or more (a size_t computed wrong): too large, never a key or value that
+     * the call takes as negative; a buffer that large holds any value. */
+    CHECK(larder_put(db, "k", (size_t)-1, "v", 1, 0) == LARDER_TOO_LARGE);
+    CHECK(larder_put(db, "k", 1, "v", (size_t)-1, 0) == LARDER_TOO_LARGE);
+    CHECK(strstr(larder_last_error_message(), "18446744073709551615") != NULL);
+    CHECK(larder_contains(db, "k", (size_t)-1) == LARDER_TOO_LARGE);
+    CHECK(larder_put(db, "k", 1, "v", 1, 0) == LARDER_OK);
+    CHECK(larder_get(db, "k", 1, buf, (size_t)-1, &len) == LARDER_OK && len == 1 && buf[0] == 'v');
+
     /* A successful call clears the thread's last error. */
     CHECK(larder_put(db, "k", 1, "v", 1, 0) == LARDER_OK);
     CHECK(strcmp(larder_last_error_message(), "") == 0);
@@ -122,6 +131,8 @@ static void test_open_errors_and_options(void) {
     CHECK(larder_open("x", NULL, NULL) == LARDER_INVALID_ARGUMENT);
     CHECK(larder_open("/nonexistent-dir/x.larder", NULL, &db) == LARDER_IO && db == NULL);
     CHECK(strstr(larder_last_error_message(), "/nonexistent-dir/x.larder") != NULL);
+    /* A directory is the same mistake whether opened for writing or only for reading. */
+    CHECK(larder_open(directory, NULL, &db) == LARDER_INVALID_ARGUMENT && db == NULL);
 
     larder_options opts;
     larder_options_init(&opts);

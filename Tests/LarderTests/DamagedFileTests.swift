@@ -145,7 +145,9 @@ struct DamagedFileTests {
         for copy in 0..<2 { try rewriteMeta(directory.path(), copy: copy) { $0.writeVersion = 2 } }
         let cache = try Cache(path: directory.path())
         #expect(try cache.bytes(forKey: "k3").flatMap { VersionedValue.check($0, key: 3) } == 1)
-        #expect(throws: LarderError.self) { try cache.set([1], forKey: "x") }
+        let refusal = #expect(throws: LarderError.self) { try cache.set([1], forKey: "x") }
+        #expect(refusal?.code == .readOnly)
+        #expect(refusal?.message.contains("newer Larder") == true)
     }
 
     @Test func oneDamagedMetaCopyIsSurvived() throws {
@@ -428,6 +430,27 @@ struct DamagedFileTests {
             .withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
         #expect(epoch == 42)
         #expect(try cache.bytes(forKey: "absent") == nil)
+    }
+
+    /// An odd index epoch that no writer will end (its writer died mid-change while only
+    /// read-only handles had the file): a read-only handle's first miss waits out its patience,
+    /// as it must while a live writer could still be moving the key; later misses do not wait
+    /// for the same change again, and hits are not held up at all.
+    @Test func aChangeOfADeadWriterHoldsUpOnlyTheFirstMissOfAReader() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeCache(path)
+        try rewrite(path) { bytes in store(41, at: 2 * 4096 + 272, in: &bytes) }
+        let reader = try Cache(at: path, readOnly: true)
+        let clock = ContinuousClock()
+        var start = clock.now
+        #expect(try reader.bytes(forKey: "absent") == nil)
+        #expect(clock.now - start >= .milliseconds(Int64(CacheStore.readPatience) / 2))
+        start = clock.now
+        for attempt in 0..<100 { #expect(try reader.bytes(forKey: "absent-\(attempt)") == nil) }
+        #expect(try reader.bytes(forKey: "k7").flatMap { VersionedValue.check($0, key: 7) } == 1)
+        #expect(clock.now - start < .milliseconds(Int64(CacheStore.readPatience) / 2))
+        #expect(reader.stats.misses == 101)
     }
 
     /// The inspector (`larder info`, `verify`, `dump`) on a file cut short before its data area:

@@ -87,4 +87,30 @@ struct EvictionTests {
             }
         }
     }
+
+    @Test("a full cache whose every range is lent out refuses a put as busy, not corrupt, and takes it afterwards")
+    func pinsAllRoundTheRingMakeAPutBusy() throws {
+        let directory = TemporaryDirectory()
+        let capacity = 256 << 10
+        let cache = try Cache(at: directory.path(), capacity: capacity)
+        for index in 0..<100 { try cache.set(pattern(index, count: 5_000), forKey: "k\(index)") }
+        #expect(cache.fileBytes == capacity)
+        // Every reader slot lends a stretch, and the stretches cover the ring, as many zero-copy
+        // reads of processes that keep their values for long would.
+        let store = cache.store
+        let slots = store.readers.slotCount
+        let stretch = FileLayout.alignUp((store.ringEnd - store.ringStart) / slots + 1, FileLayout.recordAlignment)
+        let pins = (0..<slots).compactMap { slot in
+            store.readers.pin(start: store.ringStart + slot * stretch, end: min(store.ringEnd, store.ringStart + (slot + 1) * stretch))
+        }
+        #expect(pins.count == slots)
+        let count = cache.count
+        let refusal = #expect(throws: LarderError.self) { try cache.set(pattern(1000, count: 50_000), forKey: "large") }
+        #expect(refusal?.code == .busy)
+        #expect(cache.count <= count)
+        for pin in pins { store.readers.unpin(pin) }
+        try cache.set(pattern(1000, count: 50_000), forKey: "large")
+        #expect(try cache.bytes(forKey: "large") == pattern(1000, count: 50_000))
+        #expect(try cache.bytes(forKey: "k99") == pattern(99, count: 5_000))
+    }
 }

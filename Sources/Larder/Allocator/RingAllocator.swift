@@ -122,12 +122,18 @@ extension CacheStore {
         precondition(size > 0 && size % FileLayout.recordAlignment == 0)
         var budget = ReclaimBudget(forPlacing: size)
         if ringEnd < capacity && !headIsBehindTail { try reclaimAhead(of: size) }
-        // A bound on the work, so that a damaged ring can never make this spin.
+        // Bounds on the work, so that a damaged ring can never make this spin, nor readers who
+        // lend out ranges all round the ring: each lap passes every island once.
         var steps = 0
         let stepLimit = 4 * (ringEnd - ringStart) / FileLayout.recordAlignment + 64
+        var jumps = 0
+        let jumpLimit = 8 * (readers.slotCount + 2)
         while true {
             steps += 1
-            if steps > stepLimit {
+            if steps > stepLimit || jumps > jumpLimit {
+                guard readers.isEmpty else {
+                    throw LarderError(.busy, "zero-copy reads lend out records all round the cache; no room for \(size) bytes until they end", path: path)
+                }
                 throw LarderError(.corrupt, "the ring is inconsistent (no progress while making room)", path: path)
             }
             let head = state.head
@@ -146,6 +152,7 @@ extension CacheStore {
             case .tail:
                 try reclaimTailRecord(budget: &budget, unrelocated: unrelocatedRecords)
             case .island(let islandStart, let islandEnd):
+                jumps += 1
                 jump(from: head, over: islandStart, to: islandEnd)
             case .ringEnd:
                 if ringEnd < capacity {

@@ -87,7 +87,12 @@ extension CacheStore {
                 if state.changeCounter != view.changeCounter { throw LarderError.staleView }
                 return nil
             }
-            if !retry.wait() { return nil }
+            if epoch == lrd_load_relaxed_u64(abandonedEpoch) && state.indexEpoch == epoch { return nil }
+            if !retry.wait() {
+                // Until a writer comes and ends this change, later misses answer at once.
+                if epoch & 1 != 0 && state.indexEpoch == epoch { lrd_store_relaxed_u64(abandonedEpoch, epoch) }
+                return nil
+            }
         }
     }
 

@@ -60,6 +60,9 @@ final class CacheStore {
     private(set) var isClosed = false
     /// Hits and misses of this process not yet added to the file's counters (atomic cells).
     let localCounters: UnsafeMutablePointer<UInt64>
+    /// An odd index epoch this process's readers waited out their patience on (0: none), an
+    /// atomic cell: its writer died mid-change. Misses do not wait on it again (`find`).
+    let abandonedEpoch: UnsafeMutablePointer<UInt64>
     /// Whether the last open found the file unclean and rebuilt it.
     private(set) var recoveredOnOpen = false
     /// Set while `rebuild()` runs, so that damage it cannot repair is an error, not a loop, and
@@ -111,6 +114,8 @@ final class CacheStore {
         self.publishedView = PublishedView(base: file.base, ringStart: ringStart, seed: meta.checksumSeed)
         self.localCounters = .allocate(capacity: 2)
         localCounters.initialize(repeating: 0, count: 2)
+        self.abandonedEpoch = .allocate(capacity: 1)
+        abandonedEpoch.initialize(to: 0)
         self.deadRooms = .allocate(capacity: 1)
         deadRooms.initialize(to: DeadRooms())
         // A placeholder until `attachTables()` finds the real ones.
@@ -124,6 +129,7 @@ final class CacheStore {
 
     deinit {
         localCounters.deallocate()
+        abandonedEpoch.deallocate()
         deadRooms.pointee.deallocateScratch()
         deadRooms.deinitialize(count: 1)
         deadRooms.deallocate()
@@ -608,6 +614,10 @@ final class CacheStore {
 
     func checkWritable() throws(LarderError) {
         try checkOpen()
-        if isReadOnly { throw LarderError(.readOnly, "the cache was opened read-only", path: path) }
+        guard isReadOnly else { return }
+        if meta.writeVersion > FileLayout.formatVersion {
+            throw LarderError(.readOnly, "a newer Larder wrote this file (format version \(meta.writeVersion)): this one may read it, not change it", path: path)
+        }
+        throw LarderError(.readOnly, "the cache was opened read-only", path: path)
     }
 }

@@ -65,14 +65,19 @@ struct ReaderTable {
     func pinnedRanges() -> [(start: Int, end: Int)] {
         guard !isEmpty else { return [] }
         var ranges: [(start: Int, end: Int)] = []
+        // One process usually holds many slots: it is asked after once (a system call).
+        var lastOwnerFoundAlive: UInt64 = ReaderTable.processID
         for index in 0..<slotCount {
             let at = slot(index)
             let owner = lrd_load_acquire_u64(at)
             guard owner != 0 else { continue }
-            if owner != ReaderTable.processID && lrd_process_exists(Int64(truncatingIfNeeded: owner)) == 0 {
-                // Its owner is gone; whoever frees the slot first gives the count back.
-                if lrd_cas_u64(at, owner, 0) != 0 { _ = lrd_fetch_add_u64(count, UInt64.max) }
-                continue
+            if owner != lastOwnerFoundAlive {
+                guard lrd_process_exists(Int64(truncatingIfNeeded: owner)) != 0 else {
+                    // Its owner is gone; whoever frees the slot first gives the count back.
+                    if lrd_cas_u64(at, owner, 0) != 0 { _ = lrd_fetch_add_u64(count, UInt64.max) }
+                    continue
+                }
+                lastOwnerFoundAlive = owner
             }
             let start = Int(truncatingIfNeeded: lrd_load_acquire_u64(at + 8))
             let end = Int(truncatingIfNeeded: lrd_load_acquire_u64(at + 16))

@@ -17,6 +17,11 @@ struct FileDescriptor {
     static func open(_ path: String, create: Bool, readOnly: Bool, permissions: UInt16) throws(LarderError) -> FileDescriptor {
         guard !path.isEmpty else { throw LarderError(.invalidArgument, "empty path") }
         var flags = (readOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC
+        var info = stat()
+        // A directory is refused the same way in either mode (opening one for writing fails).
+        if stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG {
+            throw LarderError(.invalidArgument, "not a regular file", path: path)
+        }
         if create && !readOnly { flags |= O_CREAT }
         do throws(LarderError) {
             #if canImport(Darwin)
@@ -26,7 +31,6 @@ struct FileDescriptor {
             #else
             let fd = try SystemCall.retrying("open") { Musl.open(path, flags, mode_t(permissions)) }
             #endif
-            var info = stat()
             if fstat(fd, &info) != 0 || (info.st_mode & S_IFMT) != S_IFREG {
                 FileDescriptor(rawValue: fd, path: path).close()
                 throw LarderError(.invalidArgument, "not a regular file")
