@@ -486,6 +486,22 @@ struct DamagedFileTests {
         #expect(try cache.bytes(forKey: "k799").flatMap { VersionedValue.check($0, key: 799) } == 1)
     }
 
+    /// A meta page whose draining index is the active one: used as it is, the first clean close
+    /// marked the shared segment dead, and read-only opens then refused the file.
+    @Test func overlappingIndexSegmentsAreRebuiltBySoleWriter() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeCache(path)
+        for copy in 0..<2 { try rewriteMeta(path, copy: copy) { $0.drainingIndex = $0.activeIndex } }
+        let cache = try Cache(path: path)
+        #expect(cache.wasRecovered)
+        #expect(try cache.bytes(forKey: "k3").flatMap { VersionedValue.check($0, key: 3) } == 1)
+        try cache.close()
+        let reader = try Cache(at: path, readOnly: true)
+        #expect(reader.count == 200)
+        #expect(try reader.bytes(forKey: "k199").flatMap { VersionedValue.check($0, key: 199) } == 1)
+    }
+
     @Test func bothMetaCopiesDamagedIsAnError() throws {
         let directory = TemporaryDirectory()
         try makeCache(directory.path())

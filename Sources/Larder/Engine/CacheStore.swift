@@ -302,7 +302,8 @@ final class CacheStore {
         }
         // A first valid sequence past the trusted limit would be counted on from (FORMAT.md 4.1):
         // recovery lowers it.
-        let usable = !truncated && store.state.isFormatted && store.state.isClean && (try? store.attachTables()) != nil
+        let usable = !truncated && store.state.isFormatted && store.state.isClean && !meta.indexSegmentsOverlap
+            && (try? store.attachTables()) != nil
             && store.state.isPlausible(ringStart: store.ringStart, ringEnd: store.ringEnd,
                                        drainingSlotCount: store.draining?.slotCount ?? 0)
             && store.meta.firstValidSequence <= RecordHeader.trustedSequenceLimit

@@ -128,4 +128,13 @@ struct Meta: Equatable {
         }
         return nil
     }
+
+    /// Whether the draining index shares bytes with the active one: writers never place them so
+    /// (a hostile file), and a sole writer rebuilds such a file rather than use it (FORMAT.md 7.3).
+    var indexSegmentsOverlap: Bool {
+        guard drainingIndex.exists else { return false }
+        let active = activeIndex.offset..<(activeIndex.offset + IndexSegment.byteCount(slotCount: activeIndex.slotCount, pageSize: pageSize))
+        let draining = drainingIndex.offset..<(drainingIndex.offset + IndexSegment.byteCount(slotCount: drainingIndex.slotCount, pageSize: pageSize))
+        return active.overlaps(draining)
+    }
 }

@@ -172,7 +172,9 @@ extension CacheStore {
             slotCount /= 2
         }
         // Segments that are not valid are no islands: the ring may use their space.
-        if !islands.contains(meta.drainingIndex) { meta.drainingIndex = .none }
+        // A draining index that shares bytes with the active one (a hostile file) is no index:
+        // retiring it would mark the active segment dead.
+        if !islands.contains(meta.drainingIndex) || meta.indexSegmentsOverlap { meta.drainingIndex = .none }
         if !islands.contains(meta.activeIndex) { meta.activeIndex = .none }
         // The old segments stay islands, untouched, until the meta page no longer names them:
         // other processes may still be looking through them.
