@@ -21,8 +21,15 @@ public final class Cache: @unchecked Sendable {
     /// The corresponding C type is `larder_options`.
     public struct Options: Sendable {
         /// The most bytes the file may ever take. `nil` keeps the capacity of an existing file, and
-        /// creates new files with 64 MiB. A larger value grows an existing file's limit; a smaller
-        /// one lowers it while the file has not grown past it yet.
+        /// creates new files with 64 MiB.
+        ///
+        /// Another value changes an existing file's capacity only when no other handle, of this
+        /// process or another, has the file open (every handle maps the capacity it found);
+        /// otherwise the file keeps its own, which ``capacity`` reports. A larger value is taken
+        /// at once. A smaller one than the file has grown to makes the open rewrite the file
+        /// with its newest entries that fit the new capacity (older ones are evicted), in time
+        /// proportional to the file's size; if the disk has no room for that copy, the file keeps
+        /// its capacity.
         public var capacity: ByteCount?
         /// Page size of a new file: a power of two from 4096 to 65536. Ignored when opening.
         public var pageSize: Int
