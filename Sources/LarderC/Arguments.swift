@@ -14,26 +14,26 @@ enum Arguments {
 
     /// A key's bytes: non-empty, and a pointer behind them.
     static func key(_ pointer: UnsafeRawPointer?, _ length: Int) -> Result<UnsafeRawBufferPointer, StatusError> {
-        if length < 0 { return .failure(tooLong("the key", length)) }
-        guard length > 0, let pointer else {
-            return .failure(StatusError.invalid(length == 0 ? "the key is empty" : "the key pointer is NULL"))
-        }
+        guard length > 0, let pointer else { return .failure(refusal("the key", pointer, length)) }
         return .success(UnsafeRawBufferPointer(start: pointer, count: length))
     }
 
     /// A value's bytes: a NULL pointer is allowed only with length 0.
     static func bytes(_ pointer: UnsafeRawPointer?, _ length: Int, _ name: String) -> Result<UnsafeRawBufferPointer, StatusError> {
-        if length < 0 { return .failure(tooLong(name, length)) }
-        guard pointer != nil || length == 0 else {
-            return .failure(StatusError.invalid("\(name) is NULL with a length of \(length)"))
-        }
+        guard length >= 0, pointer != nil || length == 0 else { return .failure(refusal(name, pointer, length)) }
         return .success(UnsafeRawBufferPointer(start: length == 0 ? nil : pointer, count: length))
     }
 
-    /// A `size_t` of 2^63 or more, which Swift sees as negative: no memory holds that many
-    /// bytes, so it is a length computed wrong (often `(size_t)-1`).
-    private static func tooLong(_ name: String, _ length: Int) -> StatusError {
-        StatusError(status: Status.of(LarderError(.tooLarge, "\(name) has a length of \(UInt(bitPattern: length)) bytes")))
+    /// Why bytes named `name` are refused, off the path of the calls that pass. A `size_t` of
+    /// 2^63 or more, which Swift sees as negative, is too large: no memory holds that many bytes,
+    /// so it is a length computed wrong (often `(size_t)-1`).
+    @inline(never)
+    private static func refusal(_ name: String, _ pointer: UnsafeRawPointer?, _ length: Int) -> StatusError {
+        if length < 0 {
+            return StatusError(status: Status.of(LarderError(.tooLarge, "\(name) has a length of \(UInt(bitPattern: length)) bytes")))
+        }
+        if length == 0 { return StatusError.invalid("\(name) is empty") }
+        return StatusError.invalid("\(name) is NULL with a length of \(length)")
     }
 
     /// A buffer's length: one of 2^63 bytes or more holds any value.

@@ -615,10 +615,14 @@ final class CacheStore {
 
     func checkWritable() throws(LarderError) {
         try checkOpen()
-        guard isReadOnly else { return }
+        if isReadOnly { throw readOnlyError() }
+    }
+
+    @inline(never)
+    private func readOnlyError() -> LarderError {
         if meta.writeVersion > FileLayout.formatVersion {
-            throw LarderError(.readOnly, "a newer Larder wrote this file (format version \(meta.writeVersion)): this one may read it, not change it", path: path)
+            return LarderError(.readOnly, "a newer Larder wrote this file (format version \(meta.writeVersion)): this one may read it, not change it", path: path)
         }
-        throw LarderError(.readOnly, "the cache was opened read-only", path: path)
+        return LarderError(.readOnly, "the cache was opened read-only", path: path)
     }
 }
