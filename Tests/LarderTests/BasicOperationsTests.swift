@@ -310,6 +310,39 @@ struct BasicOperationsTests {
         #expect(try reopened.bytes(forKey: "a") == [1])
     }
 
+    /// Threads opening one file at the same moment, over and over (new at first), while others
+    /// open and close other files: every handle open at once on the file shares one store, and
+    /// the last close leaves the file clean.
+    @Test func threadsOpeningOneFileAtOnceShareOneStore() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let others = (0..<2).map { directory.path("other-\($0).larder") }
+        for round in 0..<20 {
+            let stores = StoreIdentities()
+            runOnThreads(6) { thread in
+                do {
+                    guard thread < 4 else {
+                        for _ in 0..<5 { try Cache(path: others[thread - 4]).close() }
+                        return
+                    }
+                    let cache = try Cache(path: path)
+                    try cache.set([UInt8(thread), UInt8(round)], forKey: "t\(thread)")
+                    stores.record(ObjectIdentifier(cache.entry.store))
+                    // Every handle of the round stays open until all four are.
+                    while stores.count < 4 { usleep(100) }
+                    try cache.close()
+                } catch {
+                    stores.fail("\(error)")
+                }
+            }
+            #expect(stores.failures.isEmpty, "\(stores.failures)")
+            #expect(stores.distinct == 1, "round \(round): \(stores.distinct) stores for one file")
+        }
+        let reopened = try Cache(path: path)
+        #expect(!reopened.wasRecovered)
+        #expect(try reopened.bytes(forKey: "t3") == [3, 19])
+    }
+
     /// A value lent by `withValue` lies in the map a write puts records into: storing it through
     /// another handle on the file (allowed, unlike through the lending one) must store exactly
     /// those bytes with a checksum that holds, plain or compressed, however the copy overlaps.
@@ -331,5 +364,26 @@ struct BasicOperationsTests {
             #expect(try writer.bytes(forKey: "copy-\(round)") == value)
         }
         #expect(try writer.bytes(forKey: Array(value.prefix(64))) == Array("key".utf8))
+    }
+}
+
+/// The stores the handles of `threadsOpeningOneFileAtOnceShareOneStore` saw, from several threads.
+private final class StoreIdentities: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stores: [ObjectIdentifier] = []
+    private var errors: [String] = []
+
+    var count: Int { lock.withLock { stores.count } }
+    var distinct: Int { lock.withLock { Set(stores).count } }
+    var failures: [String] { lock.withLock { errors } }
+
+    func record(_ store: ObjectIdentifier) { lock.withLock { stores.append(store) } }
+
+    func fail(_ text: String) {
+        lock.withLock {
+            errors.append(text)
+            // The others stop waiting for this one.
+            stores.append(ObjectIdentifier(self))
+        }
     }
 }

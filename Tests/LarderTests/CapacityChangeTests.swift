@@ -100,14 +100,8 @@ struct CapacityChangeTests {
             try old.set([1], forKey: "old")
             try old.close()
         }
-        let replacement = directory.path("new.larder")
-        do {
-            let new = try Cache(at: replacement)
-            try new.set([2], forKey: "new")
-            try new.close()
-        }
         // The file's transition lock, held as a compaction holds it while it renames a new file
-        // over the old one. (The process's opens wait behind this one meanwhile.)
+        // over the old one.
         let holder = try FileDescriptor.open(path, create: false, readOnly: false, permissions: 0)
         try holder.lock(byte: CacheStore.LockByte.transition, .exclusive, wait: true)
 
@@ -120,6 +114,13 @@ struct CapacityChangeTests {
         // Long enough for the open to wait on the lock; if it has not got there yet, it opens
         // the new file directly, and the test holds as well.
         Thread.sleep(forTimeInterval: 0.3)
+        // Meanwhile this process opens and closes other files: they do not wait for that one.
+        let replacement = directory.path("new.larder")
+        do {
+            let new = try Cache(at: replacement)
+            try new.set([2], forKey: "new")
+            try new.close()
+        }
         #expect(rename(replacement, path) == 0)
         holder.close()
         done.wait()
