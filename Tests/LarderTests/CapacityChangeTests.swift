@@ -92,6 +92,75 @@ struct CapacityChangeTests {
         #expect(try alone.bytes(forKey: "k599") == Self.value(599))
     }
 
+    /// Writes keys 0..<600 of `valueSize` bytes into a new file of 16 MiB and closes it.
+    static func makeLargeFile(_ path: String, permissions: UInt16 = 0o600) throws {
+        let cache = try Cache(path: path, options: .init(capacity: .bytes(16 << 20), permissions: permissions))
+        try fill(cache, keys: 0..<600)
+        try cache.close()
+    }
+
+    @Test func aShrinkWithNoRoomOnTheDiskKeepsTheFileWhole() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Self.makeLargeFile(path)
+        await #expect(processExitsWith: .success) { [path = path as String] in
+            // Room for half the smaller copy: the disk fills while entries are written to it.
+            guard limitFileSize(to: 2 << 20) else { exit(4) }
+            let cache = try Cache(path: path, options: .init(capacity: .megabytes(4)))
+            guard cache.capacity == 16 << 20, cache.count == 600 else { exit(5) }
+            try cache.close()
+        }
+        let cache = try Cache(at: path)
+        #expect(cache.capacity == 16 << 20 && cache.count == 600)
+        #expect(try cache.bytes(forKey: "k0") == Self.value(0))
+        #expect(!FileManager.default.fileExists(atPath: path + ".larder-tmp"))
+    }
+
+    @Test func aShrinkKeepsTheOwnerThePermissionsAndTheLinkThatNamesTheFile() throws {
+        let directory = TemporaryDirectory()
+        let real = directory.path("real.larder")
+        try Self.makeLargeFile(real, permissions: 0o640)
+        if getuid() == 0 { #expect(chown(real, 65534, 65534) == 0) }
+        let link = directory.path("link.larder")
+        #expect(symlink(real, link) == 0)
+
+        let cache = try Cache(at: link, capacity: 1 << 20)
+        #expect(cache.capacity == 1 << 20)
+        try cache.close()
+        var info = stat()
+        #expect(lstat(link, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK)
+        #expect(stat(real, &info) == 0 && info.st_mode & 0o7777 == 0o640)
+        if getuid() == 0 { #expect(info.st_uid == 65534 && info.st_gid == 65534) }
+        #expect(try Cache(at: real).capacity == 1 << 20)
+    }
+
+    @Test func aFileWithAnotherHardLinkKeepsItsCapacity() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Self.makeLargeFile(path)
+        let other = directory.path("other-name.larder")
+        #expect(link(path, other) == 0)
+        let cache = try Cache(at: path, capacity: 1 << 20)
+        #expect(cache.capacity == 16 << 20 && cache.count == 600)
+        try cache.close()
+        #expect(try Cache(at: other).count == 600)
+    }
+
+    @Test func aNewestValueTooLargeForTheSmallerCapacityLeavesTheOthers() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(at: path, capacity: 16 << 20)
+        try Self.fill(cache, keys: 0..<600)
+        try cache.set(pattern(-1, count: 700 << 10), forKey: "large")
+        try cache.close()
+
+        let smaller = try Cache(at: path, capacity: 1 << 20)
+        #expect(smaller.capacity == 1 << 20)
+        #expect(try smaller.bytes(forKey: "large") == nil)
+        #expect(smaller.count > 50)
+        #expect(try smaller.bytes(forKey: "k599") == Self.value(599))
+    }
+
     @Test func anOpenThatWaitedWhileTheFileWasReplacedOpensTheNewFile() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()

@@ -214,14 +214,7 @@ struct MultiProcessTests {
         let path = directory.path()
         // The child may not write files larger than 2 MiB: a small disk.
         await #expect(processExitsWith: .success) { [path = path as String] in
-            signal(SIGXFSZ, SIG_IGN)
-            var limit = rlimit(rlim_cur: 2 << 20, rlim_max: 2 << 20)
-            #if canImport(Glibc)
-            let resource = Int32(RLIMIT_FSIZE.rawValue)
-            #else
-            let resource = RLIMIT_FSIZE
-            #endif
-            guard setrlimit(resource, &limit) == 0 else { exit(4) }
+            guard limitFileSize(to: 2 << 20) else { exit(4) }
             let cache = try Cache(path: path, options: .init(capacity: .megabytes(64)))
             var stored = 0
             do {

@@ -54,3 +54,16 @@ func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
     }
     for _ in 0..<count { finished.wait() }
 }
+
+/// Lets this process write no file past `bytes` (a full disk, as `setrlimit(RLIMIT_FSIZE)` makes
+/// one), with writes past it failing with `EFBIG` instead of a signal. For exit tests' children.
+func limitFileSize(to bytes: Int) -> Bool {
+    signal(SIGXFSZ, SIG_IGN)
+    var limit = rlimit(rlim_cur: rlim_t(bytes), rlim_max: rlim_t(bytes))
+    #if canImport(Glibc)
+    let resource = Int32(RLIMIT_FSIZE.rawValue)
+    #else
+    let resource = RLIMIT_FSIZE
+    #endif
+    return setrlimit(resource, &limit) == 0
+}

@@ -130,10 +130,10 @@ extension CacheStore {
         let jumpLimit = 8 * (readers.slotCount + 2)
         while true {
             steps += 1
-            if steps > stepLimit || jumps > jumpLimit {
-                guard readers.isEmpty else {
-                    throw LarderError(.busy, "zero-copy reads lend out records all round the cache; no room for \(size) bytes until they end", path: path)
-                }
+            if jumps > jumpLimit && !readers.isEmpty {
+                throw LarderError(.busy, "zero-copy reads lend out records all round the cache; no room for \(size) bytes until they end", path: path)
+            }
+            if steps > stepLimit {
                 throw LarderError(.corrupt, "the ring is inconsistent (no progress while making room)", path: path)
             }
             let head = state.head

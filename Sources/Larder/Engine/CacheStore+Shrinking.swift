@@ -1,11 +1,3 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// Lowering the capacity of a file that has already grown past it.
 ///
 /// The ring cannot simply be cut short: records and index segments lie anywhere in it. So an
@@ -24,23 +16,11 @@ extension CacheStore {
     }
 
     /// Replaces the file at `path` (open as `descriptor`, its locks held) with one of `capacity`
-    /// bytes that holds its newest entries that check out, with their expiry and compression.
-    /// Returns false, the file untouched, when that cannot be done (no room on the disk for the
-    /// copy, a directory this process may not write in): the file then keeps its capacity.
+    /// bytes that holds its newest entries that check out, with their expiry and compression,
+    /// its owner and its permission bits. Returns false, the file untouched, when that cannot be
+    /// done (no room on the disk for the copy, a directory this process may not write in, other
+    /// hard links to the file): the file then keeps its capacity.
     static func rewrite(_ path: String, _ descriptor: FileDescriptor, capacity: Int) -> Bool {
-        var info = stat()
-        guard fstat(descriptor.rawValue, &info) == 0 else { return false }
-        do throws(LarderError) {
-            // Locks on Apple platforms belong to the process and closing any descriptor of the file
-            // drops them: the inspector's stays open until the rename is done.
-            let inspector = try FileInspector(path: path)
-            _ = try withExtendedLifetime(inspector) { () throws(LarderError) in
-                try inspector.salvage(into: path, capacity: capacity,
-                                      permissions: UInt16(truncatingIfNeeded: info.st_mode & 0o7777))
-            }
-            return true
-        } catch {
-            return false
-        }
+        (try? FileInspector.compact(path: path, lockedAs: descriptor, capacity: capacity)) != nil
     }
 }

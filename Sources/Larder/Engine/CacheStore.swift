@@ -152,17 +152,35 @@ final class CacheStore {
         }
         // A compaction or a shrink renames a new file over `path` while it holds the old file's
         // locks; an open that waited for them then starts again on the new file.
+        var configuration = configuration
         for _ in 0..<maximumOpenAttempts {
-            if let store = try openOnce(path: path, configuration: configuration) { return store }
+            switch try openOnce(path: path, configuration: configuration) {
+            case .opened(let store):
+                return store
+            case .again:
+                continue
+            case .againKeepingCapacity:
+                configuration.mayReplaceFile = false
+            }
         }
         throw LarderError(.busy, "the file was replaced \(maximumOpenAttempts) times while this process opened it", path: path)
     }
 
     private static let maximumOpenAttempts = 100
 
-    /// One attempt at `open`: nil when the path named another file by the time this attempt
-    /// had the file's locks, or when this attempt replaced the file with a smaller one.
-    private static func openOnce(path: String, configuration: Configuration) throws(LarderError) -> CacheStore? {
+    /// How one attempt at `open` ended.
+    private enum OpenAttempt {
+        case opened(CacheStore)
+        /// The path named another file by the time this attempt had the file's locks, or this
+        /// attempt replaced the file with a smaller one.
+        case again
+        /// This attempt could not replace the file with a smaller one. It starts over from the
+        /// locks, not from where it was: on Apple platforms the copy's reading descriptor, once
+        /// closed, took this process's locks on the file with it.
+        case againKeepingCapacity
+    }
+
+    private static func openOnce(path: String, configuration: Configuration) throws(LarderError) -> OpenAttempt {
         let descriptor = try FileDescriptor.open(path, create: !configuration.readOnly, readOnly: configuration.readOnly,
                                                  permissions: configuration.permissions)
         var owner: MappedFile?
@@ -174,7 +192,7 @@ final class CacheStore {
             try descriptor.lock(byte: LockByte.transition, readOnly ? .shared : .exclusive, wait: true)
             guard try descriptor.isStillLinked(at: path) else {
                 descriptor.close()
-                return nil
+                return .again
             }
             var soleWriter = false
             if !readOnly { soleWriter = try descriptor.lock(byte: LockByte.writers, .exclusive, wait: false) }
@@ -193,10 +211,10 @@ final class CacheStore {
                 store = try create(descriptor, configuration: configuration, owner: &owner)
             case .valid(let metas):
                 let meta = try chooseMeta(metas)
-                if alone, !readOnly, configuration.mayReplaceFile, let smaller = smallerCapacity(meta, configuration),
-                   rewrite(path, descriptor, capacity: smaller) {
+                if alone, !readOnly, configuration.mayReplaceFile, let smaller = smallerCapacity(meta, configuration) {
+                    let replaced = rewrite(path, descriptor, capacity: smaller)
                     descriptor.close()
-                    return nil
+                    return replaced ? .again : .againKeepingCapacity
                 }
                 store = try openExisting(descriptor, meta: meta, configuration: configuration,
                                          soleWriter: soleWriter, alone: alone, owner: &owner)
@@ -208,7 +226,7 @@ final class CacheStore {
             try descriptor.lock(byte: LockByte.users, .shared, wait: true)
             try descriptor.lock(byte: LockByte.transition, .unlock, wait: false)
             store.publishView()
-            return store
+            return .opened(store)
         } catch {
             if owner == nil { descriptor.close() }
             throw error.at(path)

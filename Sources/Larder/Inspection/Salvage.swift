@@ -41,9 +41,24 @@ extension FileInspector {
     /// another. A smaller capacity keeps the newest entries it can hold: older ones are left out
     /// (`SalvageReport.evicted`), as eviction would have taken them first. The new file is
     /// written under a temporary name beside `outputPath` and renamed to it when complete, so
-    /// `outputPath` is either the old file or the whole new one, never half of it.
+    /// `outputPath` is either the old file or the whole new one, never half of it. An entry the
+    /// new file refuses as too large is left out; any other failure to write (a full disk)
+    /// leaves `outputPath` as it was and throws.
     public func salvage(into outputPath: String, capacity: Int? = nil, permissions: UInt16 = 0o600,
                         progress: ((Int, Int) -> Void)? = nil) throws(LarderError) -> SalvageReport {
+        try salvage(into: outputPath, capacity: capacity, attributes: .init(permissions: permissions),
+                    temporary: outputPath + ".larder-tmp-\(getpid())", progress: progress)
+    }
+
+    /// Who owns the file a salvage writes, and its permission bits (set exactly, whatever the
+    /// umask).
+    struct FileAttributes {
+        var permissions: UInt16
+        var owner: (user: UInt32, group: UInt32)?
+    }
+
+    private func salvage(into outputPath: String, capacity: Int?, attributes: FileAttributes, temporary: String,
+                         progress: ((Int, Int) -> Void)?) throws(LarderError) -> SalvageReport {
         let walk = walk(decodeValues: true, progress: progress)
         var newest: [[UInt8]: EntryRecord] = [:]
         var dropped: [SalvageReport.Dropped] = []
@@ -79,25 +94,26 @@ extension FileInspector {
             if entry.isExpired(now: now) { expired += 1 } else { current.append(entry) }
         }
         // Newest first, as many as the new capacity could hold; writing the older ones too would
-        // only have them evicted again.
+        // only have them evicted again. One too large for the capacity (about half of it, FORMAT
+        // 6.4) is passed over, not a reason to stop.
         current.sort { $0.sequence > $1.sequence }
-        var fitting = 0
+        var fitting: [EntryRecord] = []
         var bytes = FileLayout.dataStart(pageSize: meta.pageSize)
-        while fitting < current.count && bytes + current[fitting].recordSize <= capacity {
-            bytes += current[fitting].recordSize
-            fitting += 1
+        for entry in current where entry.recordSize <= capacity / 2 {
+            guard bytes + entry.recordSize <= capacity else { break }
+            bytes += entry.recordSize
+            fitting.append(entry)
         }
-        var evicted = current.count - fitting
+        var evicted = current.count - fitting.count
 
-        let temporary = outputPath + ".larder-tmp-\(getpid())"
         unlink(temporary)
         var written: [EntryRecord] = []
         var kept: [EntryRecord] = []
         do throws(LarderError) {
             let cache = try Cache(path: temporary, options: .init(
-                capacity: .bytes(capacity), pageSize: meta.pageSize, permissions: permissions,
+                capacity: .bytes(capacity), pageSize: meta.pageSize, permissions: attributes.permissions,
                 compressionThreshold: 0))
-            for entry in current[..<fitting].reversed() {
+            for entry in fitting.reversed() {
                 guard let value = value(of: entry) else {
                     dropped.append(.init(offset: entry.offset, key: entry.key, keyIsProbable: false,
                                          reason: "changed while being read"))
@@ -107,7 +123,7 @@ extension FileInspector {
                     try cache.set(value, forKey: entry.key, expiry: FileInspector.expiry(entry.expiresAt),
                                   compression: entry.isCompressed ? .lz4 : Compression.none)
                     written.append(entry)
-                } catch {
+                } catch where error.code == .tooLarge || error.code == .invalidArgument {
                     dropped.append(.init(offset: entry.offset, key: entry.key, keyIsProbable: false,
                                          reason: "not written: \(error.message)"))
                 }
@@ -118,6 +134,7 @@ extension FileInspector {
                 if try cache.containsValue(forKey: entry.key) { kept.append(entry) } else { evicted += 1 }
             }
             try cache.close()
+            try Self.apply(attributes, to: temporary)
             guard rename(temporary, outputPath) == 0 else {
                 throw SystemCall.error("rename to \(outputPath)", errno: errno)
             }
@@ -160,13 +177,44 @@ extension FileInspector {
             _ = try? descriptor.lock(byte: CacheStore.LockByte.writers, .unlock, wait: false)
             _ = try? descriptor.lock(byte: CacheStore.LockByte.transition, .unlock, wait: false)
         }
-        let permissions = (try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
-            .flatMap { $0 }.map { UInt16(truncatingIfNeeded: $0 & 0o7777) } ?? 0o600
+        return try compact(path: path, lockedAs: descriptor, capacity: capacity, progress: progress)
+    }
+
+    /// `compact` for a caller that holds every lock of the file at `path`, open as `descriptor`
+    /// (a compaction, or an open that lowers the capacity). The new file takes the old one's
+    /// owner and permission bits, and replaces the file a symbolic link at `path` names, not the
+    /// link. A file with other hard links is refused: the others would keep the old file.
+    static func compact(path: String, lockedAs descriptor: FileDescriptor, capacity: Int?,
+                        progress: ((Int, Int) -> Void)? = nil) throws(LarderError) -> SalvageReport {
+        var info = stat()
+        guard fstat(descriptor.rawValue, &info) == 0 else { throw SystemCall.error("fstat", errno: errno).at(path) }
+        guard info.st_nlink <= 1 else {
+            throw LarderError(.busy, "the file has \(info.st_nlink) hard links; the others would keep the old file", path: path)
+        }
+        guard let resolved = realpath(path, nil) else { throw SystemCall.error("realpath", errno: errno).at(path) }
+        let target = String(cString: resolved)
+        free(resolved)
+        let attributes = FileAttributes(permissions: UInt16(truncatingIfNeeded: info.st_mode & 0o7777),
+                                        owner: (UInt32(info.st_uid), UInt32(info.st_gid)))
         // On Apple platforms locks belong to the process and closing any descriptor of the file
         // drops them, so the inspector's descriptor stays open until the rename is done.
-        let inspector = try FileInspector(path: path)
+        let inspector = try FileInspector(path: target)
         return try withExtendedLifetime(inspector) { () throws(LarderError) in
-            try inspector.salvage(into: path, capacity: capacity, permissions: permissions, progress: progress)
+            // A fixed name: the locks keep others out, and a copy a crash left is replaced.
+            try inspector.salvage(into: target, capacity: capacity, attributes: attributes,
+                                  temporary: target + ".larder-tmp", progress: progress)
+        }
+    }
+
+    /// Gives the file at `path` exactly these permission bits and, when it has another, this
+    /// owner: a file that changed hands would lock its owner out of their own cache.
+    private static func apply(_ attributes: FileAttributes, to path: String) throws(LarderError) {
+        guard chmod(path, mode_t(attributes.permissions)) == 0 else { throw SystemCall.error("chmod", errno: errno).at(path) }
+        guard let owner = attributes.owner else { return }
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw SystemCall.error("stat", errno: errno).at(path) }
+        if (UInt32(info.st_uid), UInt32(info.st_gid)) != owner && chown(path, uid_t(owner.user), gid_t(owner.group)) != 0 {
+            throw SystemCall.error("give the new file the old one's owner", errno: errno).at(path)
         }
     }
 }
