@@ -343,6 +343,31 @@ struct BasicOperationsTests {
         #expect(try reopened.bytes(forKey: "t3") == [3, 19])
     }
 
+    /// Two spellings of one file that does not exist yet ("x" and "dir/./x", or a symbolic link
+    /// and its target), opened by two threads at the same moment: one store, not two (whose
+    /// locks, on Apple platforms, would be one process's and exclude nothing).
+    @Test(arguments: [false, true]) func twoSpellingsOfANewFileOpenedAtOnceShareOneStore(throughLink: Bool) throws {
+        let directory = TemporaryDirectory()
+        for round in 0..<20 {
+            let path = directory.path("f\(round).larder")
+            let other = throughLink ? directory.path("link\(round).larder") : directory.url.path + "/./f\(round).larder"
+            if throughLink { #expect(symlink(path, other) == 0) }
+            let stores = StoreIdentities()
+            runOnThreads(2) { thread in
+                do {
+                    let cache = try Cache(path: thread == 0 ? path : other)
+                    stores.record(ObjectIdentifier(cache.entry.store))
+                    while stores.count < 2 { usleep(100) }
+                    try cache.close()
+                } catch {
+                    stores.fail("\(error)")
+                }
+            }
+            #expect(stores.failures.isEmpty, "\(stores.failures)")
+            #expect(stores.distinct == 1, "round \(round): \(stores.distinct) stores for one file")
+        }
+    }
+
     /// A value lent by `withValue` lies in the map a write puts records into: storing it through
     /// another handle on the file (allowed, unlike through the lending one) must store exactly
     /// those bytes with a checksum that holds, plain or compressed, however the copy overlaps.
@@ -367,7 +392,7 @@ struct BasicOperationsTests {
     }
 }
 
-/// The stores the handles of `threadsOpeningOneFileAtOnceShareOneStore` saw, from several threads.
+/// The stores that handles opened at once on one file saw, from several threads.
 private final class StoreIdentities: @unchecked Sendable {
     private let lock = NSLock()
     private var stores: [ObjectIdentifier] = []

@@ -169,8 +169,15 @@ struct CapacityChangeTests {
             try old.set([1], forKey: "old")
             try old.close()
         }
+        let replacement = directory.path("new.larder")
+        do {
+            let new = try Cache(at: replacement)
+            try new.set([2], forKey: "new")
+            try new.close()
+        }
         // The file's transition lock, held as a compaction holds it while it renames a new file
-        // over the old one.
+        // over the old one. (Meanwhile this process's other opens wait behind the one waiting:
+        // the registry of open files holds its lock while a store opens.)
         let holder = try FileDescriptor.open(path, create: false, readOnly: false, permissions: 0)
         try holder.lock(byte: CacheStore.LockByte.transition, .exclusive, wait: true)
 
@@ -183,13 +190,6 @@ struct CapacityChangeTests {
         // Long enough for the open to wait on the lock; if it has not got there yet, it opens
         // the new file directly, and the test holds as well.
         Thread.sleep(forTimeInterval: 0.3)
-        // Meanwhile this process opens and closes other files: they do not wait for that one.
-        let replacement = directory.path("new.larder")
-        do {
-            let new = try Cache(at: replacement)
-            try new.set([2], forKey: "new")
-            try new.close()
-        }
         #expect(rename(replacement, path) == 0)
         holder.close()
         done.wait()

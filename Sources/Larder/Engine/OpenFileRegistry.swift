@@ -13,11 +13,6 @@ import Foundation
 /// in-process lock and the same view of the file, instead of a second descriptor whose locks
 /// could exclude (Linux) or silently drop (Apple platforms, where record locks belong to the
 /// process) the first one's.
-///
-/// Opening and closing a store can wait for other processes (one that is recovering or
-/// compacting the file holds its transition lock for a while), so the registry's lock is not
-/// held meanwhile: the file is marked as in transition instead, and only threads that open or
-/// close that same file wait for it.
 final class OpenFileRegistry: @unchecked Sendable {
     static let shared = OpenFileRegistry()
 
@@ -34,67 +29,31 @@ final class OpenFileRegistry: @unchecked Sendable {
         }
     }
 
-    /// A file as the registry knows it: its device and inode, or the path of one that does
-    /// not exist yet (an open creates it).
-    fileprivate enum FileName: Hashable {
-        case inode(device: UInt64, inode: UInt64)
-        case path(String)
-
-        init(path: String) {
-            var info = stat()
-            guard stat(path, &info) == 0 else {
-                self = .path(path)
-                return
-            }
-            self = .inode(device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino))
-        }
-
-        init(descriptor: FileDescriptor) {
-            var info = stat()
-            fstat(descriptor.rawValue, &info)
-            self = .inode(device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino))
-        }
-    }
-
     fileprivate struct Key: Hashable {
-        let file: FileName
+        let device: UInt64
+        let inode: UInt64
         let readOnly: Bool
     }
 
-    private let lock = NSCondition()
+    /// Recursive: shrinking a file at open (`CacheStore.rewrite`) opens the smaller copy
+    /// through a `Cache` of its own.
+    private let lock = NSRecursiveLock()
     private var entries: [Key: Entry] = [:]
-    /// Files a thread of this process is opening or closing.
-    private var inTransition: Set<FileName> = []
 
     /// The open store for `path`, opening it when this process does not have it open yet.
     func open(path: String, configuration: CacheStore.Configuration) throws(LarderError) -> Entry {
         lock.lock()
-        // The path too: a file this open creates gets an inode before the open is done.
-        let pathName = FileName.path(path)
-        var name = FileName(path: path)
-        while inTransition.contains(name) || inTransition.contains(pathName) {
-            lock.wait()
-            name = FileName(path: path)
-        }
-        if let entry = entries[Key(file: name, readOnly: configuration.readOnly)] {
+        defer { lock.unlock() }
+        if let key = Self.key(path: path, readOnly: configuration.readOnly), let entry = entries[key] {
             entry.users += 1
-            lock.unlock()
             return entry
         }
-        inTransition.formUnion([name, pathName])
         var configuration = configuration
-        configuration.mayReplaceFile = entries[Key(file: name, readOnly: !configuration.readOnly)] == nil
-        lock.unlock()
-
-        let opened = Result { () throws(LarderError) in try CacheStore.open(path: path, configuration: configuration) }
-        lock.lock()
-        defer {
-            inTransition.subtract([name, pathName])
-            lock.broadcast()
-            lock.unlock()
-        }
-        let store = try opened.get()
-        let key = Key(file: FileName(descriptor: store.file.descriptor), readOnly: configuration.readOnly)
+        configuration.mayReplaceFile = Self.key(path: path, readOnly: !configuration.readOnly).map { entries[$0] == nil } ?? true
+        let store = try CacheStore.open(path: path, configuration: configuration)
+        var info = stat()
+        fstat(store.file.descriptor.rawValue, &info)
+        let key = Key(device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino), readOnly: configuration.readOnly)
         let entry = Entry(store: store, key: key)
         entries[key] = entry
         return entry
@@ -103,21 +62,16 @@ final class OpenFileRegistry: @unchecked Sendable {
     /// Gives a user's share back; the last one closes the store.
     func release(_ entry: Entry) throws(LarderError) {
         lock.lock()
+        defer { lock.unlock() }
         entry.users -= 1
-        guard entry.users == 0 else {
-            lock.unlock()
-            return
-        }
+        guard entry.users == 0 else { return }
         entries[entry.key] = nil
-        while inTransition.contains(entry.key.file) { lock.wait() }
-        inTransition.insert(entry.key.file)
-        lock.unlock()
-        defer {
-            lock.lock()
-            inTransition.remove(entry.key.file)
-            lock.broadcast()
-            lock.unlock()
-        }
         try entry.lock.withWriteLock { () throws(LarderError) in try entry.store.close() }
+    }
+
+    private static func key(path: String, readOnly: Bool) -> Key? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Key(device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino), readOnly: readOnly)
     }
 }
