@@ -318,22 +318,10 @@ struct BasicOperationsTests {
         let path = directory.path()
         let others = (0..<2).map { directory.path("other-\($0).larder") }
         for round in 0..<20 {
-            let stores = StoreIdentities()
-            runOnThreads(6) { thread in
-                do {
-                    guard thread < 4 else {
-                        for _ in 0..<5 { try Cache(path: others[thread - 4]).close() }
-                        return
-                    }
-                    let cache = try Cache(path: path)
-                    try cache.set([UInt8(thread), UInt8(round)], forKey: "t\(thread)")
-                    stores.record(ObjectIdentifier(cache.entry.store))
-                    // Every handle of the round stays open until all four are.
-                    while stores.count < 4 { usleep(100) }
-                    try cache.close()
-                } catch {
-                    stores.fail("\(error)")
-                }
+            let stores = openAtOnce(Array(repeating: path, count: 4)) { cache, thread in
+                try cache.set([UInt8(thread), UInt8(round)], forKey: "t\(thread)")
+            } meanwhile: { thread in
+                for _ in 0..<5 { try Cache(path: others[thread]).close() }
             }
             #expect(stores.failures.isEmpty, "\(stores.failures)")
             #expect(stores.distinct == 1, "round \(round): \(stores.distinct) stores for one file")
@@ -352,17 +340,7 @@ struct BasicOperationsTests {
             let path = directory.path("f\(round).larder")
             let other = throughLink ? directory.path("link\(round).larder") : directory.url.path + "/./f\(round).larder"
             if throughLink { #expect(symlink(path, other) == 0) }
-            let stores = StoreIdentities()
-            runOnThreads(2) { thread in
-                do {
-                    let cache = try Cache(path: thread == 0 ? path : other)
-                    stores.record(ObjectIdentifier(cache.entry.store))
-                    while stores.count < 2 { usleep(100) }
-                    try cache.close()
-                } catch {
-                    stores.fail("\(error)")
-                }
-            }
+            let stores = openAtOnce([path, other])
             #expect(stores.failures.isEmpty, "\(stores.failures)")
             #expect(stores.distinct == 1, "round \(round): \(stores.distinct) stores for one file")
         }
@@ -390,6 +368,31 @@ struct BasicOperationsTests {
         }
         #expect(try writer.bytes(forKey: Array(value.prefix(64))) == Array("key".utf8))
     }
+}
+
+/// Opens `paths[i]` on thread `i`, all at the same moment, runs `each` with the handle, and
+/// keeps every handle open until all are; `meanwhile` runs on threads of its own at once (0, 1,
+/// ...). Returns the stores the handles saw.
+private func openAtOnce(_ paths: [String], each: @escaping @Sendable (Cache, Int) throws -> Void = { _, _ in },
+                        meanwhile: (@Sendable (Int) throws -> Void)? = nil) -> StoreIdentities {
+    let stores = StoreIdentities()
+    let others = meanwhile == nil ? 0 : 2
+    runOnThreads(paths.count + others) { thread in
+        do {
+            guard thread < paths.count else {
+                try meanwhile?(thread - paths.count)
+                return
+            }
+            let cache = try Cache(path: paths[thread])
+            try each(cache, thread)
+            stores.record(ObjectIdentifier(cache.entry.store))
+            while stores.count < paths.count { usleep(100) }
+            try cache.close()
+        } catch {
+            stores.fail("\(error)")
+        }
+    }
+    return stores
 }
 
 /// The stores that handles opened at once on one file saw, from several threads.
