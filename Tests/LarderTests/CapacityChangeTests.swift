@@ -134,6 +134,24 @@ struct CapacityChangeTests {
         #expect(try Cache(at: real).capacity == 1 << 20)
     }
 
+    /// An owner who is not in the file's group (root made the file, then gave it to them) can
+    /// still lower its capacity: the copy stays theirs, in their own group.
+    @Test(.enabled(if: getuid() == 0, "needs root to hand the file to another user"))
+    func anOwnerOutsideTheFilesGroupCanShrinkIt() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Self.makeLargeFile(path)
+        #expect(chmod(directory.url.path, 0o777) == 0 && chown(path, 65534, 0) == 0)
+        await #expect(processExitsWith: .success) { [path = path as String] in
+            guard setgroups(0, nil) == 0, setgid(65534) == 0, setuid(65534) == 0 else { exit(4) }
+            let cache = try Cache(path: path, options: .init(capacity: .megabytes(1)))
+            guard cache.capacity == 1 << 20, try cache.bytes(forKey: "k599") == Self.value(599) else { exit(5) }
+            try cache.close()
+        }
+        var info = stat()
+        #expect(stat(path, &info) == 0 && info.st_uid == 65534 && info.st_mode & 0o7777 == 0o600)
+    }
+
     @Test func aFileWithAnotherHardLinkKeepsItsCapacity() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
@@ -151,7 +169,7 @@ struct CapacityChangeTests {
         let path = directory.path()
         let cache = try Cache(at: path, capacity: 16 << 20)
         try Self.fill(cache, keys: 0..<600)
-        try cache.set(pattern(-1, count: 700 << 10), forKey: "large")
+        try cache.set(pattern(-1, count: 2 << 20), forKey: "large")
         try cache.close()
 
         let smaller = try Cache(at: path, capacity: 1 << 20)
@@ -159,6 +177,27 @@ struct CapacityChangeTests {
         #expect(try smaller.bytes(forKey: "large") == nil)
         #expect(smaller.count > 50)
         #expect(try smaller.bytes(forKey: "k599") == Self.value(599))
+    }
+
+    /// A value of more than half the capacity fits a cache whose ring has the room: a
+    /// compaction that keeps the capacity, and a recovery into another file, keep it too.
+    @Test func compactionAndRecoveryKeepAValueOfMoreThanHalfTheCapacity() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        do {
+            let cache = try Cache(at: path, capacity: 1 << 20)
+            try cache.set(pattern(1, count: 600 << 10), forKey: "large")
+            try cache.set([1], forKey: "small")
+            try cache.close()
+        }
+        let out = directory.path("recovered.larder")
+        #expect(try FileInspector(path: path).salvage(into: out).kept.count == 2)
+        #expect(try FileInspector.compact(path: path).kept.count == 2)
+        for file in [path, out] {
+            let cache = try Cache(at: file)
+            #expect(try cache.bytes(forKey: "large") == pattern(1, count: 600 << 10))
+            #expect(try cache.bytes(forKey: "small") == [1])
+        }
     }
 
     @Test func anOpenThatWaitedWhileTheFileWasReplacedOpensTheNewFile() throws {

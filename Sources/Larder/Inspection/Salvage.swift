@@ -94,12 +94,14 @@ extension FileInspector {
             if entry.isExpired(now: now) { expired += 1 } else { current.append(entry) }
         }
         // Newest first, as many as the new capacity could hold; writing the older ones too would
-        // only have them evicted again. One too large for the capacity (about half of it, FORMAT
-        // 6.4) is passed over, not a reason to stop.
+        // only have them evicted again. One that no file of this capacity could ever hold (beside
+        // its header pages and smallest index) is passed over, not a reason to stop.
         current.sort { $0.sequence > $1.sequence }
         var fitting: [EntryRecord] = []
-        var bytes = FileLayout.dataStart(pageSize: meta.pageSize)
-        for entry in current where entry.recordSize <= capacity / 2 {
+        let overhead = FileLayout.dataStart(pageSize: meta.pageSize)
+            + IndexSegment.byteCount(slotCount: HashTable.minimumSlotCount, pageSize: meta.pageSize)
+        var bytes = overhead
+        for entry in current where overhead + entry.recordSize <= capacity {
             guard bytes + entry.recordSize <= capacity else { break }
             bytes += entry.recordSize
             fitting.append(entry)
@@ -194,6 +196,10 @@ extension FileInspector {
         guard let resolved = realpath(path, nil) else { throw SystemCall.error("realpath", errno: errno).at(path) }
         let target = String(cString: resolved)
         free(resolved)
+        var named = stat()
+        guard stat(target, &named) == 0, named.st_dev == info.st_dev, named.st_ino == info.st_ino else {
+            throw LarderError(.busy, "the path was pointed at another file meanwhile", path: path)
+        }
         let attributes = FileAttributes(permissions: UInt16(truncatingIfNeeded: info.st_mode & 0o7777),
                                         owner: (UInt32(info.st_uid), UInt32(info.st_gid)))
         // On Apple platforms locks belong to the process and closing any descriptor of the file
@@ -206,15 +212,19 @@ extension FileInspector {
         }
     }
 
-    /// Gives the file at `path` exactly these permission bits and, when it has another, this
-    /// owner: a file that changed hands would lock its owner out of their own cache.
+    /// Gives the file at `path` this owner, when it has another, and exactly these permission
+    /// bits (after the owner: changing it clears the set-id bits). A file that changed hands
+    /// would lock its owner out of their own cache; one whose group cannot be given back (an
+    /// owner who is not in it) stays with its owner, in the group the owner's files get.
     private static func apply(_ attributes: FileAttributes, to path: String) throws(LarderError) {
-        guard chmod(path, mode_t(attributes.permissions)) == 0 else { throw SystemCall.error("chmod", errno: errno).at(path) }
-        guard let owner = attributes.owner else { return }
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw SystemCall.error("stat", errno: errno).at(path) }
-        if (UInt32(info.st_uid), UInt32(info.st_gid)) != owner && chown(path, uid_t(owner.user), gid_t(owner.group)) != 0 {
-            throw SystemCall.error("give the new file the old one's owner", errno: errno).at(path)
+        if let owner = attributes.owner {
+            var info = stat()
+            guard stat(path, &info) == 0 else { throw SystemCall.error("stat", errno: errno).at(path) }
+            if (UInt32(info.st_uid), UInt32(info.st_gid)) != owner && chown(path, uid_t(owner.user), gid_t(owner.group)) != 0
+                && UInt32(info.st_uid) != owner.user {
+                throw SystemCall.error("give the new file the old one's owner", errno: errno).at(path)
+            }
         }
+        guard chmod(path, mode_t(attributes.permissions)) == 0 else { throw SystemCall.error("chmod", errno: errno).at(path) }
     }
 }
