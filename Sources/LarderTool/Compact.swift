@@ -21,9 +21,7 @@ extension LarderCommand {
         var capacity: String?
 
         func validate() throws {
-            if let capacity, ByteFormat.parseSize(capacity) == nil {
-                throw ValidationError("--capacity '\(capacity)' is not a size (e.g. 262144, 256K, 64M)")
-            }
+            try validateSize(capacity, option: "--capacity")
         }
 
         func run() throws {

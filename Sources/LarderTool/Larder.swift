@@ -50,3 +50,10 @@ struct KeyArgument: ParsableArguments {
         return bytes
     }
 }
+
+/// Refuses the value of a size option (`--capacity`) that `ByteFormat.parseSize` cannot read.
+func validateSize(_ text: String?, option: String) throws {
+    if let text, ByteFormat.parseSize(text) == nil {
+        throw ValidationError("\(option) '\(text)' is not a size (e.g. 262144, 256K, 64M)")
+    }
+}

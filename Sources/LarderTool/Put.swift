@@ -33,9 +33,7 @@ extension LarderCommand {
             if let ttl, !(ttl > 0 && ttl <= Self.longestTTL) {
                 throw ValidationError("--ttl must be a positive number of seconds, at most \(Int(Self.longestTTL)) (100 years)")
             }
-            if let capacity, ByteFormat.parseSize(capacity) == nil {
-                throw ValidationError("--capacity '\(capacity)' is not a size (e.g. 262144, 256K, 64M)")
-            }
+            try validateSize(capacity, option: "--capacity")
         }
 
         func run() throws {

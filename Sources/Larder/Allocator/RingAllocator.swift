@@ -317,7 +317,8 @@ struct RingLayout {
     init(meta: Meta, ringStart: Int) {
         func island(_ location: IndexLocation) -> (start: Int, end: Int)? {
             guard location.exists else { return nil }
-            return (location.offset, location.offset + IndexSegment.byteCount(slotCount: location.slotCount, pageSize: meta.pageSize))
+            let bytes = location.bytes(pageSize: meta.pageSize)
+            return (bytes.lowerBound, bytes.upperBound)
         }
         let capacity = meta.capacity
         activeIsland = island(meta.activeIndex)

@@ -44,12 +44,13 @@ final class OpenFileRegistry: @unchecked Sendable {
     func open(path: String, configuration: CacheStore.Configuration) throws(LarderError) -> Entry {
         lock.lock()
         defer { lock.unlock() }
-        if let key = Self.key(path: path, readOnly: configuration.readOnly), let entry = entries[key] {
+        let named = Self.key(path: path, readOnly: configuration.readOnly)
+        if let named, let entry = entries[named] {
             entry.users += 1
             return entry
         }
         var configuration = configuration
-        configuration.mayReplaceFile = Self.key(path: path, readOnly: !configuration.readOnly).map { entries[$0] == nil } ?? true
+        configuration.mayReplaceFile = named.map { entries[Key(device: $0.device, inode: $0.inode, readOnly: !$0.readOnly)] == nil } ?? true
         let store = try CacheStore.open(path: path, configuration: configuration)
         var info = stat()
         fstat(store.file.descriptor.rawValue, &info)

@@ -9,6 +9,11 @@ struct IndexLocation: Equatable {
 
     static let none = IndexLocation(offset: 0, slotCount: 0)
     var exists: Bool { offset != 0 }
+
+    /// The bytes the segment takes in the file.
+    func bytes(pageSize: Int) -> Range<Int> {
+        offset..<(offset + IndexSegment.byteCount(slotCount: slotCount, pageSize: pageSize))
+    }
 }
 
 /// The rarely changing description of a file, kept twice (pages 0 and 1).
@@ -132,9 +137,6 @@ struct Meta: Equatable {
     /// Whether the draining index shares bytes with the active one: writers never place them so
     /// (a hostile file), and a sole writer rebuilds such a file rather than use it (FORMAT.md 7.3).
     var indexSegmentsOverlap: Bool {
-        guard drainingIndex.exists else { return false }
-        let active = activeIndex.offset..<(activeIndex.offset + IndexSegment.byteCount(slotCount: activeIndex.slotCount, pageSize: pageSize))
-        let draining = drainingIndex.offset..<(drainingIndex.offset + IndexSegment.byteCount(slotCount: drainingIndex.slotCount, pageSize: pageSize))
-        return active.overlaps(draining)
+        drainingIndex.exists && activeIndex.bytes(pageSize: pageSize).overlaps(drainingIndex.bytes(pageSize: pageSize))
     }
 }

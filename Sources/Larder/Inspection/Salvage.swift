@@ -196,8 +196,7 @@ extension FileInspector {
         guard let resolved = realpath(path, nil) else { throw SystemCall.error("realpath", errno: errno).at(path) }
         let target = String(cString: resolved)
         free(resolved)
-        var named = stat()
-        guard stat(target, &named) == 0, named.st_dev == info.st_dev, named.st_ino == info.st_ino else {
+        guard try descriptor.isStillLinked(at: target) else {
             throw LarderError(.busy, "the path was pointed at another file meanwhile", path: path)
         }
         let attributes = FileAttributes(permissions: UInt16(truncatingIfNeeded: info.st_mode & 0o7777),
