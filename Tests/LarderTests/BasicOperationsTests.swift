@@ -99,6 +99,11 @@ struct BasicOperationsTests {
         expectCounts(hits: 2, misses: 2, "an expired entry read on purpose")
         #expect(try cache.data(forKey: "plain") == Data(pattern(1, count: 100)))
         expectCounts(hits: 3, misses: 2, "a plain hit")
+        // Lent reads answer their usual hit and miss on a path of their own.
+        #expect(try cache.withValue(forKey: "absent") { $0.count } == nil)
+        expectCounts(hits: 3, misses: 3, "an absent key lent")
+        #expect(try cache.withValue(forKey: "plain") { Array($0) } == pattern(1, count: 100))
+        expectCounts(hits: 4, misses: 3, "a plain hit lent")
     }
 
     @Test func countsSizesAndStatistics() throws {

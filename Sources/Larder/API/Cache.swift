@@ -200,9 +200,10 @@ public final class Cache: @unchecked Sendable {
     @usableFromInline
     func lendValue(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         var failure: (any Error)?
+        let borrower = BorrowMarker.mark(of: self)
         let found = try read(key) { (view) throws(LarderError) in
             try store.withValue(forKey: key, in: view) { bytes in
-                BorrowMarker.borrowing(self) {
+                BorrowMarker.borrowing(mark: borrower) {
                     do { try body(bytes) } catch { failure = error }
                 }
             }

@@ -174,15 +174,37 @@ extension CacheStore {
         case unsettled
     }
 
-    /// Reader: one attempt at the usual read. Counts the hit or the miss it answers.
+    /// What a read's first lookup came to.
+    enum FirstLookup {
+        case found(FoundEntry)
+        /// No entry, in a settled index of the view's meta copy (counted as a miss).
+        case absent
+        /// No entry found while the index or the meta page changed: the careful read decides.
+        case unsettled
+    }
+
+    /// Reader: the first lookup of a read of the value, answering the usual miss inline (the
+    /// loop with retries in `find` costs a miss more than the miss itself).
     @inline(__always)
-    private func attemptCopy(forKey key: UnsafeRawBufferPointer, in view: ReadView, includingExpired: Bool,
-                             into destination: (Int) -> UnsafeMutableRawBufferPointer?) -> Attempt {
+    private func firstLookup(_ key: UnsafeRawBufferPointer, in view: ReadView) -> FirstLookup {
         let epoch = state.indexEpoch
         guard let found = view.lookup(key, hash: KeyHash(key), migrationCursor: state.migrationCursor, valueFollows: true) else {
             guard indexStayedSettled(since: epoch), state.changeCounter == view.changeCounter else { return .unsettled }
             countMiss()
             return .absent
+        }
+        return .found(found)
+    }
+
+    /// Reader: one attempt at the usual read. Counts the hit or the miss it answers.
+    @inline(__always)
+    private func attemptCopy(forKey key: UnsafeRawBufferPointer, in view: ReadView, includingExpired: Bool,
+                             into destination: (Int) -> UnsafeMutableRawBufferPointer?) -> Attempt {
+        let found: FoundEntry
+        switch firstLookup(key, in: view) {
+        case .found(let entry): found = entry
+        case .absent: return .absent
+        case .unsettled: return .unsettled
         }
         let header = found.header
         guard !header.isCompressed, includingExpired || !header.isExpiredNow, let target = destination(header.rawLength),
@@ -242,8 +264,16 @@ extension CacheStore {
                    _ body: (UnsafeRawBufferPointer) -> Void) throws(LarderError) -> Bool {
         try validateKey(key)
         var retry = Retry()
+        var firstFound: FoundEntry?
+        switch firstLookup(key, in: view) {
+        case .found(let entry): firstFound = entry
+        case .absent: return false
+        case .unsettled: break
+        }
         while true {
-            guard let found = try findCountingMiss(key, in: view, retry: &retry) else { return false }
+            let next: FoundEntry?
+            if let entry = firstFound.take() { next = entry } else { next = try findCountingMiss(key, in: view, retry: &retry) }
+            guard let found = next else { return false }
             let header = found.header
             // A read-only mapping cannot pin (the table is in the file); it lends a checked copy.
             guard !isReadOnly, let slot = readers.pin(start: found.offset, end: found.offset + header.totalSize) else {

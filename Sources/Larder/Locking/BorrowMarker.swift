@@ -17,10 +17,22 @@ enum BorrowMarker {
         let outer: UnsafeMutableRawPointer?
     }
 
+    /// What a borrow is marked with: the owner's address. A closure that captures it instead of
+    /// the owner captures no reference, which a read would retain and release on every call.
+    static func mark(of owner: AnyObject) -> UnsafeMutableRawPointer {
+        Unmanaged.passUnretained(owner).toOpaque()
+    }
+
     /// Runs `body` with `owner` marked as borrowed by this thread, then restores the marks before.
     @inline(__always)
     static func borrowing<R, E: Error>(_ owner: AnyObject, _ body: () throws(E) -> R) throws(E) -> R {
-        var borrow = Borrow(owner: Unmanaged.passUnretained(owner).toOpaque(), outer: lrd_borrowed())
+        try borrowing(mark: mark(of: owner), body)
+    }
+
+    /// `borrowing` for an owner given by its `mark(of:)`.
+    @inline(__always)
+    static func borrowing<R, E: Error>(mark owner: UnsafeMutableRawPointer, _ body: () throws(E) -> R) throws(E) -> R {
+        var borrow = Borrow(owner: owner, outer: lrd_borrowed())
         return try withUnsafeMutablePointer(to: &borrow) { (head) throws(E) -> R in
             lrd_set_borrowed(head)
             defer { lrd_set_borrowed(head.pointee.outer) }
@@ -33,8 +45,8 @@ enum BorrowMarker {
     static func isBorrowed(_ owner: AnyObject, or other: AnyObject? = nil) -> Bool {
         var next = lrd_borrowed()
         guard next != nil else { return false }
-        let wanted = Unmanaged.passUnretained(owner).toOpaque()
-        let alsoWanted = other.map { Unmanaged.passUnretained($0).toOpaque() }
+        let wanted = mark(of: owner)
+        let alsoWanted = other.map(mark(of:))
         while let current = next {
             let borrow = current.assumingMemoryBound(to: Borrow.self).pointee
             if borrow.owner == wanted || borrow.owner == alsoWanted { return true }
