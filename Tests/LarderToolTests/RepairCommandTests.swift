@@ -115,6 +115,10 @@ struct RepairCommandTests {
         try Larder.expect(["recover", "--force", path, out])
         try Larder.expect(["recover", path])
         #expect(FileManager.default.fileExists(atPath: path + ".recovered"))
+        // A copy that cannot be written is reported under the name given, not the temporary one.
+        let nowhere = directory.path("missing/out.larder")
+        let unwritable = try Larder.expect(["recover", path, nowhere], status: 2)
+        #expect(unwritable.stderr == "larder: \(nowhere): writing the copy: open: No such file or directory (I/O error)\n")
     }
 
     @Test func compactKeepsEntriesExpiryAndCompression() throws {

@@ -142,7 +142,8 @@ extension FileInspector {
             }
         } catch {
             unlink(temporary)
-            throw error
+            // The temporary name means nothing to the caller, who named only the output.
+            throw error.path == temporary ? LarderError(error.code, "writing the copy: \(error.message)", path: outputPath) : error
         }
         let outputBytes = (try? FileManager.default.attributesOfItem(atPath: outputPath)[.size] as? Int) ?? 0
         dropped.sort { ($0.offset ?? 0) < ($1.offset ?? 0) }
