@@ -351,6 +351,46 @@ struct BasicOperationsTests {
         }
     }
 
+    /// While another process opens, repairs or compacts a file (it holds the file's transition
+    /// lock, for seconds in a recovery), opens of that file wait, and the process's other opens
+    /// and closes go on meanwhile; the opens that waited then share one store. On Linux only:
+    /// on Apple platforms an open still waits holding the registry's lock (README, known limits).
+    @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors))
+    func otherOpensGoOnWhileOneWaitsForAnotherProcess() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let otherPath = directory.path("other.larder")
+        try Cache(path: path).close()
+        // Where locks belong to descriptors, a descriptor of this process stands for the other one.
+        let holder = try FileDescriptor.open(path, create: false, readOnly: false, permissions: 0)
+        try holder.lock(byte: CacheStore.LockByte.transition, .exclusive, wait: true)
+        let meanwhile = Outcomes()
+        let stores = openAtOnce([path, path]) { _, _ in
+            meanwhile.record(waitersOpened: true)
+        } meanwhile: { thread in
+            guard thread == 0 else { return }
+            Thread.sleep(forTimeInterval: 0.3)
+            let otherFile = DispatchSemaphore(value: 0)
+            Thread {
+                do {
+                    let other = try Cache(path: otherPath)
+                    try other.set([1], forKey: "k")
+                    try other.close()
+                } catch {
+                    meanwhile.record(failure: "\(error)")
+                }
+                otherFile.signal()
+            }.start()
+            meanwhile.record(otherFileDone: otherFile.wait(timeout: .now() + 10) == .success)
+            holder.close()
+        }
+        #expect(meanwhile.otherFileDone == true, "another file's open and close waited for this file's")
+        #expect(meanwhile.waitersOpenedFirst == false, "an open went past the other process's lock")
+        #expect(meanwhile.failures.isEmpty && stores.failures.isEmpty, "\(meanwhile.failures) \(stores.failures)")
+        #expect(stores.distinct == 1, "\(stores.distinct) stores for one file")
+        #expect(try Cache(path: path).bytes(forKey: "absent") == nil)
+    }
+
     /// A value lent by `withValue` lies in the map a write puts records into: storing it through
     /// another handle on the file (allowed, unlike through the lending one) must store exactly
     /// those bytes with a checksum that holds, plain or compressed, however the copy overlaps.
@@ -398,6 +438,29 @@ private func openAtOnce(_ paths: [String], each: @escaping @Sendable (Cache, Int
         }
     }
     return stores
+}
+
+/// What the threads of `otherOpensGoOnWhileOneWaitsForAnotherProcess` saw.
+private final class Outcomes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var waitersOpened = false
+    private(set) var otherFileDone: Bool?
+    /// Whether a waiting open was done before the other file's open and close.
+    private(set) var waitersOpenedFirst: Bool?
+    private var errors: [String] = []
+
+    var failures: [String] { lock.withLock { errors } }
+
+    func record(waitersOpened: Bool) { lock.withLock { self.waitersOpened = waitersOpened } }
+
+    func record(otherFileDone: Bool) {
+        lock.withLock {
+            self.otherFileDone = otherFileDone
+            waitersOpenedFirst = waitersOpened
+        }
+    }
+
+    func record(failure: String) { lock.withLock { errors.append(failure) } }
 }
 
 /// The stores that handles opened at once on one file saw, from several threads.

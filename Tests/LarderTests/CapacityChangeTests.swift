@@ -215,8 +215,7 @@ struct CapacityChangeTests {
             try new.close()
         }
         // The file's transition lock, held as a compaction holds it while it renames a new file
-        // over the old one. (Meanwhile this process's other opens wait behind the one waiting:
-        // the registry of open files holds its lock while a store opens.)
+        // over the old one.
         let holder = try FileDescriptor.open(path, create: false, readOnly: false, permissions: 0)
         try holder.lock(byte: CacheStore.LockByte.transition, .exclusive, wait: true)
 

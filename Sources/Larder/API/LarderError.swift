@@ -78,6 +78,11 @@ public struct LarderError: Error, Equatable, Sendable, CustomStringConvertible {
     /// again. Never surfaces from the public API.
     static let staleView = LarderError(Code(rawValue: -100), "the view of the file is out of date")
 
+    /// Internal: an open that was not to wait found another process opening, closing, repairing
+    /// or compacting the file; the caller waits elsewhere and opens again. Never surfaces from the
+    /// public API.
+    static let otherProcessInTransition = LarderError(Code(rawValue: -101), "another process is in transition on the file")
+
     /// The same error, naming `path` when it did not name a file yet.
     func at(_ path: String) -> LarderError {
         self.path == nil ? LarderError(code, message, path: path) : self

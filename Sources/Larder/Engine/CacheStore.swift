@@ -20,6 +20,11 @@ final class CacheStore {
         /// is alone with the file by its locks (Apple platforms: locks belong to the process)
         /// must not rename a smaller copy over it.
         var mayReplaceFile = true
+        /// False: an open that would wait for another process to finish opening, closing,
+        /// repairing or compacting the file throws `LarderError.otherProcessInTransition` instead,
+        /// holding nothing, so that its caller can wait without its own locks
+        /// (`waitForOtherProcesses`).
+        var waitsForOtherProcesses = true
     }
 
     static let defaultCapacity = 64 << 20
@@ -168,6 +173,20 @@ final class CacheStore {
 
     private static let maximumOpenAttempts = 100
 
+    /// Waits until no other process is opening, closing, repairing or compacting the file at
+    /// `path` (a recovery or a compaction can take seconds), on a descriptor of its own that it
+    /// then closes: an open that threw `LarderError.otherProcessInTransition` calls this before
+    /// it tries again. Only where locks belong to descriptors (Linux): on Apple platforms closing
+    /// any descriptor of a file drops every lock the process holds on it.
+    static func waitForOtherProcesses(path: String, readOnly: Bool) throws(LarderError) {
+        // Gone or replaced meanwhile: the next attempt finds out.
+        guard let descriptor = try? FileDescriptor.open(path, create: false, readOnly: readOnly, permissions: 0) else { return }
+        defer { descriptor.close() }
+        if try descriptor.lock(byte: LockByte.transition, readOnly ? .shared : .exclusive, wait: true) {
+            try descriptor.lock(byte: LockByte.transition, .unlock, wait: false)
+        }
+    }
+
     /// How one attempt at `open` ended.
     private enum OpenAttempt {
         case opened(CacheStore)
@@ -189,7 +208,11 @@ final class CacheStore {
             // released by the kernel, so this never waits on the dead. A read-only descriptor
             // cannot hold a write lock; read-only opens change nothing and share the byte.
             let readOnly = configuration.readOnly
-            try descriptor.lock(byte: LockByte.transition, readOnly ? .shared : .exclusive, wait: true)
+            let waits = configuration.waitsForOtherProcesses
+            guard try descriptor.lock(byte: LockByte.transition, readOnly ? .shared : .exclusive, wait: waits) else {
+                descriptor.close()
+                throw LarderError.otherProcessInTransition
+            }
             guard try descriptor.isStillLinked(at: path) else {
                 descriptor.close()
                 return .again

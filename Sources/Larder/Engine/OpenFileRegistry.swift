@@ -41,7 +41,23 @@ final class OpenFileRegistry: @unchecked Sendable {
     private var entries: [Key: Entry] = [:]
 
     /// The open store for `path`, opening it when this process does not have it open yet.
+    ///
+    /// Every open and close of the process runs under the registry's one lock, so that two
+    /// spellings of one path, or an open racing a close, never make two stores of one file. An
+    /// open that would wait for another process (recovering or compacting the file can take
+    /// seconds) waits outside that lock where it can, so that the process's other opens and closes
+    /// go on meanwhile, and then starts over.
     func open(path: String, configuration: CacheStore.Configuration) throws(LarderError) -> Entry {
+        while true {
+            do {
+                return try openNow(path: path, configuration: configuration)
+            } catch where error.code == LarderError.otherProcessInTransition.code {
+                try CacheStore.waitForOtherProcesses(path: path, readOnly: configuration.readOnly)
+            }
+        }
+    }
+
+    private func openNow(path: String, configuration: CacheStore.Configuration) throws(LarderError) -> Entry {
         lock.lock()
         defer { lock.unlock() }
         let named = Self.key(path: path, readOnly: configuration.readOnly)
@@ -51,6 +67,9 @@ final class OpenFileRegistry: @unchecked Sendable {
         }
         var configuration = configuration
         configuration.mayReplaceFile = named.map { entries[Key(device: $0.device, inode: $0.inode, readOnly: !$0.readOnly)] == nil } ?? true
+        // Waiting elsewhere closes a descriptor of the file afterwards, which on Apple platforms
+        // drops the locks of every store of it in the process.
+        configuration.waitsForOtherProcesses = !FileDescriptor.locksBelongToDescriptors
         let store = try CacheStore.open(path: path, configuration: configuration)
         var info = stat()
         fstat(store.file.descriptor.rawValue, &info)

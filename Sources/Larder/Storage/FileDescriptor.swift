@@ -87,6 +87,15 @@ struct FileDescriptor {
         case unlock = 0, shared = 1, exclusive = 2
     }
 
+    /// Whether the locks of `lock(byte:_:wait:)` belong to this descriptor (Linux: open file
+    /// description locks) rather than to the process (elsewhere: closing any descriptor of the
+    /// file drops every lock the process holds on it).
+    #if os(Linux)
+    static let locksBelongToDescriptors = true
+    #else
+    static let locksBelongToDescriptors = false
+    #endif
+
     /// Sets the advisory lock on one byte of the file's lock space. Returns false when `wait` is
     /// not set and another holder conflicts.
     @discardableResult
