@@ -159,7 +159,7 @@ struct Report {
                                 measured: "worst: the C ABI \(Self.ratio(r)) as fast (\(where_))", met: r <= 1.3))
             }
         }
-        for peer in [PeerKind.larderC, .larderSwift] {
+        for peer in [PeerKind.larderC, .larderSwift, .larderSwiftLend] {
             if let c = results.concurrency.first(where: { $0.peer == peer }), let one = c.oneProcess, let two = c.twoProcesses, one > 0 {
                 t.append(Target(name: "2 reader processes ≥ 1.8x one (\(peer.title))", measured: Self.ratio(two / one), met: two / one >= 1.8))
             }
@@ -273,7 +273,9 @@ struct Report {
             \(String(format: "%g", plan.concurrencySeconds)) s. Threads share one handle where the store allows it \
             (SQLite: a connection each). Reader processes open the store read-only. *With a writer*: one reader \
             thread (process) while another thread (process) updates random keys; tkrzw locks its file \
-            against readers while a process writes, and the C hash table lives in one process.
+            against readers while a process writes, and the C hash table lives in one process. Larder's \
+            `withValue` readers pin each value they lend in the file's reader table; read-only handles \
+            (the reader processes) cannot, and lend a checked copy instead.
             """)
         out.append("")
         func optionalRatio(_ x: Double?, _ base: Double?) -> String {

@@ -59,8 +59,9 @@ enum Run {
             }
         }
         if plan.sections.contains("concurrency") {
-            // (withValue reads would only repeat the Swift API's row.)
-            for peer in plan.peers where peer != .larderSwiftLend {
+            // withValue's row too: its reads pin what they lend in the file's reader table, which
+            // every lending reader of every process writes.
+            for peer in plan.peers {
                 progress("concurrency: \(peer.rawValue)")
                 let p = ConcurrencyParameters(peer: peer, valueSize: 100, keys: plan.concurrencyKeys, reps: plan.reps,
                                               seconds: plan.concurrencySeconds, directory: scratch + "/concurrency")
