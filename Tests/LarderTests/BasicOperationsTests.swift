@@ -352,11 +352,12 @@ struct BasicOperationsTests {
     }
 
     /// While another process opens, repairs or compacts a file (it holds the file's transition
-    /// lock, for seconds in a recovery), opens of that file wait, and the process's other opens
-    /// and closes go on meanwhile; the opens that waited then share one store. On Linux only:
-    /// on Apple platforms an open still waits holding the registry's lock (README, known limits).
+    /// lock, for seconds in a recovery), opens of that file wait, without spinning, and the
+    /// process's other opens and closes go on meanwhile; the opens that waited then share one
+    /// store. On Linux only: on Apple platforms an open waits holding the registry's lock.
     @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors))
     func otherOpensGoOnWhileOneWaitsForAnotherProcess() throws {
+        let restartsBefore = OpenFileRegistry.shared.restartsAfterWaiting
         let directory = TemporaryDirectory()
         let path = directory.path()
         let otherPath = directory.path("other.larder")
@@ -388,7 +389,54 @@ struct BasicOperationsTests {
         #expect(meanwhile.waitersOpenedFirst == false, "an open went past the other process's lock")
         #expect(meanwhile.failures.isEmpty && stores.failures.isEmpty, "\(meanwhile.failures) \(stores.failures)")
         #expect(stores.distinct == 1, "\(stores.distinct) stores for one file")
+        // Each waiting open starts over once; other tests running meanwhile add a few at most.
+        let restarts = OpenFileRegistry.shared.restartsAfterWaiting - restartsBefore
+        #expect(restarts >= 2 && restarts < 50, "\(restarts) restarts of two opens that waited")
         #expect(try Cache(path: path).bytes(forKey: "absent") == nil)
+    }
+
+    /// The same for a close that waits for another process's open: the process's opens and
+    /// closes of other files go on, and an open of the closing file waits for the close.
+    @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors))
+    func otherOpensGoOnWhileACloseWaitsForAnotherProcess() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let otherPath = directory.path("other.larder")
+        try Cache(path: path).close()
+        let closing = try Cache(path: path, options: .init(readOnly: true))
+        let holder = try FileDescriptor.open(path, create: false, readOnly: false, permissions: 0)
+        try holder.lock(byte: CacheStore.LockByte.transition, .exclusive, wait: true)
+        let closed = DispatchSemaphore(value: 0), reopened = DispatchSemaphore(value: 0), other = DispatchSemaphore(value: 0)
+        let outcomes = Outcomes()
+        Thread {
+            do { try closing.close() } catch { outcomes.record(failure: "close: \(error)") }
+            closed.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.2)
+        Thread {
+            do {
+                let again = try Cache(path: path, options: .init(readOnly: true))
+                outcomes.record(waitersOpened: true)
+                #expect(again.entry.store !== closing.entry.store)
+                try again.close()
+            } catch {
+                outcomes.record(failure: "reopen: \(error)")
+            }
+            reopened.signal()
+        }.start()
+        Thread {
+            do { try Cache(path: otherPath).close() } catch { outcomes.record(failure: "other: \(error)") }
+            other.signal()
+        }.start()
+        let otherFileDone = other.wait(timeout: .now() + 10) == .success
+        outcomes.record(otherFileDone: otherFileDone)
+        holder.close()
+        closed.wait()
+        reopened.wait()
+        if !otherFileDone { other.wait() }
+        #expect(outcomes.otherFileDone == true, "another file's open and close waited for this file's close")
+        #expect(outcomes.waitersOpenedFirst == false, "an open of a closing file went past its close")
+        #expect(outcomes.failures.isEmpty, "\(outcomes.failures)")
     }
 
     /// A value lent by `withValue` lies in the map a write puts records into: storing it through
@@ -440,12 +488,12 @@ private func openAtOnce(_ paths: [String], each: @escaping @Sendable (Cache, Int
     return stores
 }
 
-/// What the threads of `otherOpensGoOnWhileOneWaitsForAnotherProcess` saw.
+/// What the threads of the tests of opens and closes waiting for another process saw.
 private final class Outcomes: @unchecked Sendable {
     private let lock = NSLock()
     private var waitersOpened = false
     private(set) var otherFileDone: Bool?
-    /// Whether a waiting open was done before the other file's open and close.
+    /// Whether a waiting open was done before the other file's open and close were.
     private(set) var waitersOpenedFirst: Bool?
     private var errors: [String] = []
 

@@ -239,6 +239,49 @@ struct CapacityChangeTests {
         try cache.close()
         #expect(try Cache(at: path).bytes(forKey: "written after") == [3])
     }
+
+    /// The same through an open that waits on its own descriptor for the lock (on Apple platforms
+    /// every open does; on Linux the registry waits elsewhere and starts over, but the check
+    /// still guards a rename between an open of the path and its lock).
+    @Test func anOpenWaitingOnItsOwnDescriptorWhileTheFileWasReplacedOpensTheNewFile() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let replacement = directory.path("new.larder")
+        for (file, key) in [(path, "old"), (replacement, "new")] {
+            let cache = try Cache(at: file)
+            try cache.set([1], forKey: key)
+            try cache.close()
+        }
+        let holder = try FileDescriptor.open(path, create: false, readOnly: false, permissions: 0)
+        try holder.lock(byte: CacheStore.LockByte.transition, .exclusive, wait: true)
+
+        let opened = OpenedStore()
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            var configuration = CacheStore.Configuration(capacity: nil, pageSize: 4096, readOnly: false, permissions: 0o644)
+            opened.result = Result { () throws(LarderError) in try CacheStore.open(path: path, configuration: &configuration) }
+            done.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(rename(replacement, path) == 0)
+        holder.close()
+        done.wait()
+
+        let store = try #require(try opened.result?.get())
+        defer { try? store.close() }
+        var now = stat(), mapped = stat()
+        #expect(stat(path, &now) == 0 && fstat(store.file.descriptor.rawValue, &mapped) == 0)
+        #expect(mapped.st_ino == now.st_ino, "the open went on with the file renamed over")
+        for (key, present) in [("new", true), ("old", false)] {
+            let found = Array(key.utf8).withUnsafeBytes { store.lookup($0, hash: KeyHash($0)) != nil }
+            #expect(found == present, "\(key)")
+        }
+    }
+}
+
+/// The outcome of an open made on another thread.
+private final class OpenedStore: @unchecked Sendable {
+    var result: Result<CacheStore, LarderError>?
 }
 
 /// The outcome of an open made on another thread.

@@ -145,7 +145,10 @@ final class CacheStore {
 
     /// Opens the cache at `path`, creating it when it does not exist (unless read-only), and
     /// repairs it when the last process to use it did not close it cleanly.
-    static func open(path: String, configuration: Configuration) throws(LarderError) -> CacheStore {
+    ///
+    /// An attempt that could not replace the file with a smaller one leaves
+    /// `configuration.mayReplaceFile` false, for the caller's next attempt too.
+    static func open(path: String, configuration: inout Configuration) throws(LarderError) -> CacheStore {
         guard FileLayout.isValidPageSize(configuration.pageSize) else {
             throw LarderError(.invalidArgument, "page size must be a power of two from 4096 to 65536, not \(configuration.pageSize)", path: path)
         }
@@ -157,7 +160,6 @@ final class CacheStore {
         }
         // A compaction or a shrink renames a new file over `path` while it holds the old file's
         // locks; an open that waited for them then starts again on the new file.
-        var configuration = configuration
         for _ in 0..<maximumOpenAttempts {
             switch try openOnce(path: path, configuration: configuration) {
             case .opened(let store):
@@ -178,13 +180,19 @@ final class CacheStore {
     /// then closes: an open that threw `LarderError.otherProcessInTransition` calls this before
     /// it tries again. Only where locks belong to descriptors (Linux): on Apple platforms closing
     /// any descriptor of a file drops every lock the process holds on it.
-    static func waitForOtherProcesses(path: String, readOnly: Bool) throws(LarderError) {
-        // Gone or replaced meanwhile: the next attempt finds out.
-        guard let descriptor = try? FileDescriptor.open(path, create: false, readOnly: readOnly, permissions: 0) else { return }
+    ///
+    /// - Returns: false when it could not open the file to wait (gone or replaced meanwhile, which
+    ///   the next attempt finds out; or refused for a reason that may last, which the caller
+    ///   should not retry at once).
+    static func waitForOtherProcesses(path: String, readOnly: Bool) throws(LarderError) -> Bool {
+        guard let descriptor = try? FileDescriptor.open(path, create: false, readOnly: readOnly, permissions: 0) else {
+            return false
+        }
         defer { descriptor.close() }
         if try descriptor.lock(byte: LockByte.transition, readOnly ? .shared : .exclusive, wait: true) {
             try descriptor.lock(byte: LockByte.transition, .unlock, wait: false)
         }
+        return true
     }
 
     /// How one attempt at `open` ended.

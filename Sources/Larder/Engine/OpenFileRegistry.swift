@@ -22,6 +22,9 @@ final class OpenFileRegistry: @unchecked Sendable {
         let lock = ReadWriteLock()
         fileprivate var users = 1
         fileprivate let key: Key
+        /// Its last user is closing it (outside the registry's lock): an open of its file waits
+        /// until it is gone, then opens the file anew.
+        fileprivate var isClosing = false
 
         fileprivate init(store: CacheStore, key: Key) {
             self.store = store
@@ -39,38 +42,53 @@ final class OpenFileRegistry: @unchecked Sendable {
     /// through a `Cache` of its own.
     private let lock = NSRecursiveLock()
     private var entries: [Key: Entry] = [:]
+    /// How many opens have started over after waiting for another process, for tests to tell a
+    /// wait from a spin.
+    private(set) var restartsAfterWaiting = 0
+
+    /// Waiting elsewhere closes a descriptor of the file afterwards, and a close outside the lock
+    /// runs beside other opens of its file's other mode, whose failures close descriptors too:
+    /// either would drop the locks of every store of the file in the process where locks belong
+    /// to the process (Apple platforms). There the process's opens and closes wait in turn.
+    private static let waitsOutsideLock = FileDescriptor.locksBelongToDescriptors
 
     /// The open store for `path`, opening it when this process does not have it open yet.
     ///
-    /// Every open and close of the process runs under the registry's one lock, so that two
-    /// spellings of one path, or an open racing a close, never make two stores of one file. An
-    /// open that would wait for another process (recovering or compacting the file can take
-    /// seconds) waits outside that lock where it can, so that the process's other opens and closes
-    /// go on meanwhile, and then starts over.
+    /// Every open of the process runs under the registry's one lock, and every store stays
+    /// registered until its close is done, so that two spellings of one path, or an open racing a
+    /// close, never make two stores of one file. What waits for another process (an open while
+    /// another process recovers or compacts the file, which can take seconds; a close while
+    /// another process opens) waits outside that lock where it can, so that the process's opens
+    /// and closes of other files go on meanwhile.
     func open(path: String, configuration: CacheStore.Configuration) throws(LarderError) -> Entry {
+        // Kept across attempts: an attempt that could not shrink the file leaves it as it is.
+        var configuration = configuration
         while true {
             do {
-                return try openNow(path: path, configuration: configuration)
+                if let entry = try openNow(path: path, configuration: &configuration) { return entry }
+                // A store of the file is closing in this process.
+                usleep(200)
             } catch where error.code == LarderError.otherProcessInTransition.code {
-                try CacheStore.waitForOtherProcesses(path: path, readOnly: configuration.readOnly)
+                if try !CacheStore.waitForOtherProcesses(path: path, readOnly: configuration.readOnly) { usleep(1000) }
+                lock.withLock { restartsAfterWaiting += 1 }
             }
         }
     }
 
-    private func openNow(path: String, configuration: CacheStore.Configuration) throws(LarderError) -> Entry {
+    /// One attempt at `open`: nil while a store of the file is closing.
+    private func openNow(path: String, configuration: inout CacheStore.Configuration) throws(LarderError) -> Entry? {
         lock.lock()
         defer { lock.unlock() }
         let named = Self.key(path: path, readOnly: configuration.readOnly)
         if let named, let entry = entries[named] {
+            guard !entry.isClosing else { return nil }
             entry.users += 1
             return entry
         }
-        var configuration = configuration
-        configuration.mayReplaceFile = named.map { entries[Key(device: $0.device, inode: $0.inode, readOnly: !$0.readOnly)] == nil } ?? true
-        // Waiting elsewhere closes a descriptor of the file afterwards, which on Apple platforms
-        // drops the locks of every store of it in the process.
-        configuration.waitsForOtherProcesses = !FileDescriptor.locksBelongToDescriptors
-        let store = try CacheStore.open(path: path, configuration: configuration)
+        let otherModeIsOpen = named.map { entries[Key(device: $0.device, inode: $0.inode, readOnly: !$0.readOnly)] != nil } ?? false
+        configuration.mayReplaceFile = configuration.mayReplaceFile && !otherModeIsOpen
+        configuration.waitsForOtherProcesses = !Self.waitsOutsideLock
+        let store = try CacheStore.open(path: path, configuration: &configuration)
         var info = stat()
         fstat(store.file.descriptor.rawValue, &info)
         let key = Key(device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino), readOnly: configuration.readOnly)
@@ -82,10 +100,20 @@ final class OpenFileRegistry: @unchecked Sendable {
     /// Gives a user's share back; the last one closes the store.
     func release(_ entry: Entry) throws(LarderError) {
         lock.lock()
-        defer { lock.unlock() }
         entry.users -= 1
-        guard entry.users == 0 else { return }
-        entries[entry.key] = nil
+        guard entry.users == 0 else {
+            lock.unlock()
+            return
+        }
+        guard Self.waitsOutsideLock else {
+            defer { lock.unlock() }
+            entries[entry.key] = nil
+            try entry.lock.withWriteLock { () throws(LarderError) in try entry.store.close() }
+            return
+        }
+        entry.isClosing = true
+        lock.unlock()
+        defer { lock.withLock { entries[entry.key] = nil } }
         try entry.lock.withWriteLock { () throws(LarderError) in try entry.store.close() }
     }
 
