@@ -203,34 +203,8 @@ struct CapacityChangeTests {
     @Test func anOpenThatWaitedWhileTheFileWasReplacedOpensTheNewFile() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
-        do {
-            let old = try Cache(at: path)
-            try old.set([1], forKey: "old")
-            try old.close()
-        }
-        let replacement = directory.path("new.larder")
-        do {
-            let new = try Cache(at: replacement)
-            try new.set([2], forKey: "new")
-            try new.close()
-        }
-        // The file's transition lock, held as a compaction holds it while it renames a new file
-        // over the old one.
-        let holder = try FileDescriptor.open(path, create: false, readOnly: false, permissions: 0)
-        try holder.lock(byte: CacheStore.LockByte.transition, .exclusive, wait: true)
-
         let opened = OpenedCache()
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            opened.result = Result { try Cache(at: path) }
-            done.signal()
-        }.start()
-        // Long enough for the open to wait on the lock; if it has not got there yet, it opens
-        // the new file directly, and the test holds as well.
-        Thread.sleep(forTimeInterval: 0.3)
-        #expect(rename(replacement, path) == 0)
-        holder.close()
-        done.wait()
+        try replaceFile(at: path, in: directory, whileOpening: { opened.result = Result { try Cache(at: path) } })
 
         let cache = try #require(try opened.result?.get())
         #expect(try cache.bytes(forKey: "new") == [2])
@@ -246,26 +220,11 @@ struct CapacityChangeTests {
     @Test func anOpenWaitingOnItsOwnDescriptorWhileTheFileWasReplacedOpensTheNewFile() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
-        let replacement = directory.path("new.larder")
-        for (file, key) in [(path, "old"), (replacement, "new")] {
-            let cache = try Cache(at: file)
-            try cache.set([1], forKey: key)
-            try cache.close()
-        }
-        let holder = try FileDescriptor.open(path, create: false, readOnly: false, permissions: 0)
-        try holder.lock(byte: CacheStore.LockByte.transition, .exclusive, wait: true)
-
         let opened = OpenedStore()
-        let done = DispatchSemaphore(value: 0)
-        Thread {
+        try replaceFile(at: path, in: directory, whileOpening: {
             var configuration = CacheStore.Configuration(capacity: nil, pageSize: 4096, readOnly: false, permissions: 0o644)
             opened.result = Result { () throws(LarderError) in try CacheStore.open(path: path, configuration: &configuration) }
-            done.signal()
-        }.start()
-        Thread.sleep(forTimeInterval: 0.3)
-        #expect(rename(replacement, path) == 0)
-        holder.close()
-        done.wait()
+        })
 
         let store = try #require(try opened.result?.get())
         defer { try? store.close() }
@@ -276,6 +235,32 @@ struct CapacityChangeTests {
             let found = Array(key.utf8).withUnsafeBytes { store.lookup($0, hash: KeyHash($0)) != nil }
             #expect(found == present, "\(key)")
         }
+    }
+
+    /// Makes a cache at `path` holding "old" and, while `open` runs on another thread and waits
+    /// for the file's transition lock (held here as a compaction holds it), renames a cache
+    /// holding "new" over it; returns once `open` has.
+    private func replaceFile(at path: String, in directory: TemporaryDirectory,
+                             whileOpening open: @escaping @Sendable () -> Void) throws {
+        let replacement = directory.path("new.larder")
+        for (file, key, value) in [(path, "old", UInt8(1)), (replacement, "new", 2)] {
+            let cache = try Cache(at: file)
+            try cache.set([value], forKey: key)
+            try cache.close()
+        }
+        let holder = try FileDescriptor.open(path, create: false, readOnly: false, permissions: 0)
+        try holder.lock(byte: CacheStore.LockByte.transition, .exclusive, wait: true)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            open()
+            done.signal()
+        }.start()
+        // Long enough for the open to wait on the lock; if it has not got there yet, it opens
+        // the new file directly, and the test holds as well.
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(rename(replacement, path) == 0)
+        holder.close()
+        done.wait()
     }
 }
 
