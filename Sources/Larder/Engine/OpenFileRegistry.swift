@@ -86,9 +86,12 @@ final class OpenFileRegistry: @unchecked Sendable {
             return entry
         }
         let otherModeIsOpen = named.map { entries[Key(device: $0.device, inode: $0.inode, readOnly: !$0.readOnly)] != nil } ?? false
-        configuration.mayReplaceFile = configuration.mayReplaceFile && !otherModeIsOpen
-        configuration.waitsForOtherProcesses = !Self.waitsOutsideLock
-        let store = try CacheStore.open(path: path, configuration: &configuration)
+        var attempt = configuration
+        attempt.mayReplaceFile = configuration.mayReplaceFile && !otherModeIsOpen
+        attempt.waitsForOtherProcesses = !Self.waitsOutsideLock
+        // What the next attempt keeps is a shrink that failed, not the other mode's being open now.
+        defer { if !otherModeIsOpen { configuration.mayReplaceFile = attempt.mayReplaceFile } }
+        let store = try CacheStore.open(path: path, configuration: &attempt)
         var info = stat()
         fstat(store.file.descriptor.rawValue, &info)
         let key = Key(device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino), readOnly: configuration.readOnly)
