@@ -395,6 +395,43 @@ struct BasicOperationsTests {
         #expect(try Cache(path: path).bytes(forKey: "absent") == nil)
     }
 
+    /// An open that gives way to another process closes its descriptor once: a second close of
+    /// the number would close whatever another thread opened under it meanwhile (a store's
+    /// descriptor, dropping its locks, or a caller's file).
+    @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors))
+    func anOpenGivingWayClosesItsDescriptorOnce() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Cache(path: path).close()
+        let holder = try FileDescriptor.open(path, create: false, readOnly: false, permissions: 0)
+        defer { holder.close() }
+        try holder.lock(byte: CacheStore.LockByte.transition, .exclusive, wait: true)
+        let stop = AtomicWord(), lost = AtomicWord()
+        let bystander = Thread {
+            // Opens a file, lets others run, and checks that it is still its own.
+            while stop.load() == 0 {
+                let descriptor = open("/dev/null", O_RDONLY)
+                for _ in 0..<50 { sched_yield() }
+                if fcntl(descriptor, F_GETFD) == -1 { lost.store(lost.load() + 1) } else { close(descriptor) }
+            }
+        }
+        bystander.start()
+        var gaveWay = 0
+        for _ in 0..<5_000 {
+            var configuration = CacheStore.Configuration(capacity: nil, pageSize: 4096, readOnly: false, permissions: 0o644)
+            configuration.waitsForOtherProcesses = false
+            do {
+                try CacheStore.open(path: path, configuration: &configuration).close()
+            } catch {
+                if error.code == LarderError.otherProcessInTransition.code { gaveWay += 1 }
+            }
+        }
+        stop.store(1)
+        Thread.sleep(forTimeInterval: 0.05)
+        #expect(gaveWay == 5_000)
+        #expect(lost.load() == 0, "\(lost.load()) descriptors of another thread closed by opens giving way")
+    }
+
     /// The same for a close that waits for another process's open: the process's opens and
     /// closes of other files go on, and an open of the closing file waits for the close.
     @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors))

@@ -217,7 +217,9 @@ struct CapacityChangeTests {
     /// The same through an open that waits on its own descriptor for the lock (on Apple platforms
     /// every open does; on Linux the registry waits elsewhere and starts over, but the check
     /// still guards a rename between an open of the path and its lock).
-    @Test func anOpenWaitingOnItsOwnDescriptorWhileTheFileWasReplacedOpensTheNewFile() throws {
+    /// (Linux only: elsewhere the test's own lock, the process's, would not make the open wait.)
+    @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors))
+    func anOpenWaitingOnItsOwnDescriptorWhileTheFileWasReplacedOpensTheNewFile() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         let opened = OpenedStore()
@@ -235,6 +237,35 @@ struct CapacityChangeTests {
             let found = Array(key.utf8).withUnsafeBytes { store.lookup($0, hash: KeyHash($0)) != nil }
             #expect(found == present, "\(key)")
         }
+    }
+
+    /// A read-write open with a smaller capacity that saw a read-only handle of the file open in
+    /// this process, then waited for another process, shrinks the file if the handle has closed
+    /// by the time it starts over (and keeps the capacity while it is open: the control).
+    @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors), arguments: [false, true])
+    func anOpenThatWaitedShrinksOnceTheOtherModeHasClosed(readerStaysOpen: Bool) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Self.makeLargeFile(path)
+        let reader = try Cache(at: path, readOnly: true)
+        // Another process's read-only open: the transition byte held shared.
+        let holder = try FileDescriptor.open(path, create: false, readOnly: true, permissions: 0)
+        try holder.lock(byte: CacheStore.LockByte.transition, .shared, wait: true)
+        let opened = OpenedCache()
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            opened.result = Result { try Cache(at: path, capacity: 1 << 20) }
+            done.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        if !readerStaysOpen { try reader.close() }
+        Thread.sleep(forTimeInterval: 0.1)
+        holder.close()
+        done.wait()
+        let cache = try #require(try opened.result?.get())
+        #expect(cache.capacity == (readerStaysOpen ? 16 << 20 : 1 << 20))
+        try cache.close()
+        try reader.close()
     }
 
     /// Makes a cache at `path` holding "old" and, while `open` runs on another thread and waits

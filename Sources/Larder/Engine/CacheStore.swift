@@ -218,7 +218,7 @@ final class CacheStore {
             let readOnly = configuration.readOnly
             let waits = configuration.waitsForOtherProcesses
             guard try descriptor.lock(byte: LockByte.transition, readOnly ? .shared : .exclusive, wait: waits) else {
-                descriptor.close()
+                // The catch below closes the descriptor (once: its number may be another's next).
                 throw LarderError.otherProcessInTransition
             }
             guard try descriptor.isStillLinked(at: path) else {

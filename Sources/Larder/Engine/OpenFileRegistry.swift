@@ -44,7 +44,8 @@ final class OpenFileRegistry: @unchecked Sendable {
     private var entries: [Key: Entry] = [:]
     /// How many opens have started over after waiting for another process, for tests to tell a
     /// wait from a spin.
-    private(set) var restartsAfterWaiting = 0
+    var restartsAfterWaiting: Int { lock.withLock { restarts } }
+    private var restarts = 0
 
     /// Waiting elsewhere closes a descriptor of the file afterwards, and a close outside the lock
     /// runs beside other opens of its file's other mode, whose failures close descriptors too:
@@ -70,7 +71,7 @@ final class OpenFileRegistry: @unchecked Sendable {
                 usleep(200)
             } catch where error.code == LarderError.otherProcessInTransition.code {
                 if try !CacheStore.waitForOtherProcesses(path: path, readOnly: configuration.readOnly) { usleep(1000) }
-                lock.withLock { restartsAfterWaiting += 1 }
+                lock.withLock { restarts += 1 }
             }
         }
     }
