@@ -67,7 +67,10 @@ final class OpenFileRegistry: @unchecked Sendable {
         while true {
             do {
                 if let entry = try openNow(path: path, configuration: &configuration) { return entry }
-                // A store of the file is closing in this process.
+                // A store of the file is closing in this process: a close that waits for another
+                // process, then holds the file's transition lock, which the wait blocks on (for
+                // as long as it can; a close that has not reached the lock yet is polled).
+                _ = try CacheStore.waitForOtherProcesses(path: path, readOnly: configuration.readOnly)
                 usleep(200)
             } catch where error.code == LarderError.otherProcessInTransition.code {
                 if try !CacheStore.waitForOtherProcesses(path: path, readOnly: configuration.readOnly) { usleep(1000) }
