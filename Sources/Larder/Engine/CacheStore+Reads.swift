@@ -159,50 +159,43 @@ extension CacheStore {
                    into destination: (Int) -> UnsafeMutableRawBufferPointer?) throws(LarderError) -> Int? {
         try validateKey(key)
         switch attemptCopy(forKey: key, in: view, includingExpired: includingExpired, into: destination) {
-        case .copied(let length): return length
+        case .answered(let length): return length
         case .absent: return nil
         case .unsettled: return try copyValueCarefully(forKey: key, includingExpired: includingExpired, into: destination)
         }
     }
 
-    /// What one read attempt came to.
-    enum Attempt {
-        case copied(Int)
+    /// What one inlined attempt at a read came to: its answer (the entry found, the value's
+    /// length copied), or one of the two ways it can end without one.
+    enum Attempt<Answer> {
+        case answered(Answer)
         /// No entry, in a settled index of the view's meta copy (counted as a miss).
         case absent
-        /// Anything else: the careful read decides.
-        case unsettled
-    }
-
-    /// What a read's first lookup came to.
-    enum FirstLookup {
-        case found(FoundEntry)
-        /// No entry, in a settled index of the view's meta copy (counted as a miss).
-        case absent
-        /// No entry found while the index or the meta page changed: the careful read decides.
+        /// Anything else (the index or the meta page changed meanwhile, a value stored
+        /// compressed, ...): the careful read decides.
         case unsettled
     }
 
     /// Reader: the first lookup of a read of the value, answering the usual miss inline (the
     /// loop with retries in `find` costs a miss more than the miss itself).
     @inline(__always)
-    private func firstLookup(_ key: UnsafeRawBufferPointer, in view: ReadView) -> FirstLookup {
+    private func firstLookup(_ key: UnsafeRawBufferPointer, in view: ReadView) -> Attempt<FoundEntry> {
         let epoch = state.indexEpoch
         guard let found = view.lookup(key, hash: KeyHash(key), migrationCursor: state.migrationCursor, valueFollows: true) else {
             guard indexStayedSettled(since: epoch), state.changeCounter == view.changeCounter else { return .unsettled }
             countMiss()
             return .absent
         }
-        return .found(found)
+        return .answered(found)
     }
 
     /// Reader: one attempt at the usual read. Counts the hit or the miss it answers.
     @inline(__always)
     private func attemptCopy(forKey key: UnsafeRawBufferPointer, in view: ReadView, includingExpired: Bool,
-                             into destination: (Int) -> UnsafeMutableRawBufferPointer?) -> Attempt {
+                             into destination: (Int) -> UnsafeMutableRawBufferPointer?) -> Attempt<Int> {
         let found: FoundEntry
         switch firstLookup(key, in: view) {
-        case .found(let entry): found = entry
+        case .answered(let entry): found = entry
         case .absent: return .absent
         case .unsettled: return .unsettled
         }
@@ -212,7 +205,7 @@ extension CacheStore {
         let checksum = view.copyStoredValue(of: found, key: key, to: target.baseAddress)
         guard isUnchanged(found, in: view), checksum == header.dataChecksum else { return .unsettled }
         countHit(found, in: view)
-        return .copied(header.rawLength)
+        return .answered(header.rawLength)
     }
 
     /// Reader: `copyValue` for every case: expiry, compression, a buffer too small, writers
@@ -266,7 +259,7 @@ extension CacheStore {
         var retry = Retry()
         var firstFound: FoundEntry?
         switch firstLookup(key, in: view) {
-        case .found(let entry): firstFound = entry
+        case .answered(let entry): firstFound = entry
         case .absent: return false
         case .unsettled: break
         }

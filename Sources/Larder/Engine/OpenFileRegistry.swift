@@ -35,7 +35,20 @@ final class OpenFileRegistry: @unchecked Sendable {
     fileprivate struct Key: Hashable {
         let device: UInt64
         let inode: UInt64
-        let readOnly: Bool
+        var readOnly: Bool
+
+        init(_ info: stat, readOnly: Bool) {
+            device = UInt64(truncatingIfNeeded: info.st_dev)
+            inode = UInt64(truncatingIfNeeded: info.st_ino)
+            self.readOnly = readOnly
+        }
+
+        /// The same file in the other mode.
+        var otherMode: Key {
+            var key = self
+            key.readOnly.toggle()
+            return key
+        }
     }
 
     /// Recursive: shrinking a file at open (`CacheStore.rewrite`) opens the smaller copy
@@ -89,7 +102,7 @@ final class OpenFileRegistry: @unchecked Sendable {
             entry.users += 1
             return entry
         }
-        let otherModeIsOpen = named.map { entries[Key(device: $0.device, inode: $0.inode, readOnly: !$0.readOnly)] != nil } ?? false
+        let otherModeIsOpen = named.map { entries[$0.otherMode] != nil } ?? false
         var attempt = configuration
         attempt.mayReplaceFile = configuration.mayReplaceFile && !otherModeIsOpen
         attempt.waitsForOtherProcesses = !Self.waitsOutsideLock
@@ -98,7 +111,7 @@ final class OpenFileRegistry: @unchecked Sendable {
         let store = try CacheStore.open(path: path, configuration: &attempt)
         var info = stat()
         fstat(store.file.descriptor.rawValue, &info)
-        let key = Key(device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino), readOnly: configuration.readOnly)
+        let key = Key(info, readOnly: configuration.readOnly)
         let entry = Entry(store: store, key: key)
         entries[key] = entry
         return entry
@@ -127,6 +140,6 @@ final class OpenFileRegistry: @unchecked Sendable {
     private static func key(path: String, readOnly: Bool) -> Key? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
-        return Key(device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino), readOnly: readOnly)
+        return Key(info, readOnly: readOnly)
     }
 }
