@@ -12,6 +12,11 @@ extension CacheStore {
         set { deadRooms.pointee.isEnabled = newValue }
     }
 
+    var rewritesInPlace: Bool {
+        get { deadRooms.pointee.rewritesInPlace }
+        set { deadRooms.pointee.rewritesInPlace = newValue }
+    }
+
     /// What a write of another process would change: the head, the tail and the span (its ring
     /// moves), the next sequence number (every record it writes), the change counter (its meta
     /// writes: growth, clearing, index changes) and the count of recoveries.
@@ -74,13 +79,14 @@ extension CacheStore {
                                    tailDistance: distance)
     }
 
-    /// The room of the dead record of `recordSize` bytes at `offset`: the record and the padding
-    /// that follows it (when no more than an eighth of the record, as `footprint` and a record
-    /// placed in a larger room leave), if all of it lies in the span; nil otherwise.
-    private func roomSize(at offset: Int, recordSize: Int) -> Int? {
+    /// The room of the record of `recordSize` bytes at `offset`: the record and the padding that
+    /// follows it (when no more than `largestPadding`), if all of it lies in the span; nil
+    /// otherwise. A dead record's room takes padding up to an eighth of the record, as
+    /// `footprint` and a record placed in a larger room leave.
+    func roomSize(at offset: Int, recordSize: Int, largestPadding: Int? = nil) -> Int? {
         guard let distance = distanceInSpan(of: offset, size: recordSize) else { return nil }
         if let padding = RecordHeader.paddingLength(in: file, at: offset + recordSize, limit: ringEnd),
-           padding <= recordSize / 8, distance + recordSize + padding <= state.spanBytes {
+           padding <= largestPadding ?? recordSize / 8, distance + recordSize + padding <= state.spanBytes {
             return recordSize + padding
         }
         return recordSize
@@ -136,7 +142,7 @@ extension CacheStore {
 
     /// Whether a reader of any process lends bytes of `[offset, offset + size)`. Checked after the
     /// record there was marked dead, as 7.7.5 asks: the free list only holds dead records.
-    private func isPinned(_ offset: Int, _ size: Int) -> Bool {
+    func isPinned(_ offset: Int, _ size: Int) -> Bool {
         guard !readers.isEmpty else { return false }
         return readers.pinnedRanges().contains { $0.start < offset + size && $0.end > offset }
     }
@@ -171,6 +177,10 @@ struct DeadRooms {
     /// Off only in tests of the ring's own reuse of room, which large records meet when no listed
     /// room fits them.
     var isEnabled = true
+    /// Whether a record that fits the room of the entry it replaces is written there
+    /// (`CacheStore.rewrite`). Off only in tests of the ring's own reuse of room, which values
+    /// that change size meet.
+    var rewritesInPlace = true
     /// Where a large value is compressed before it is placed (`CacheStore.put`), when a room of
     /// its compressed size may be listed; grown as needed, up to `largestPrecompressed` bytes.
     private var scratch = UnsafeMutableRawBufferPointer(start: nil, count: 0)

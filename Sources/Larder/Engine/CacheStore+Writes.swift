@@ -8,8 +8,8 @@ extension CacheStore {
     func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, compress: Bool,
              expiry: Expiry) throws(LarderError) {
         try validateKey(key)
-        // The index slot this put will look at once its record is written starts loading now,
-        // so that its cache miss overlaps the placement and the copy instead of following them.
+        // The index slot this put looks at starts loading now, so that its cache miss overlaps
+        // the hashing and the checks instead of following them.
         let hash = KeyHash(key)
         active.prefetchHome(ofTag: hash.tag)
         draining?.prefetchHome(ofTag: hash.tag)
@@ -17,18 +17,57 @@ extension CacheStore {
         // may move the index segments the placement works around.
         try stepMigration()
         // Refuses a value that cannot fit before any entry changes, so that it loses nothing.
-        var (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compress)
+        let (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compress)
+        let entry = NewEntry(key: key, value: value, stored: value, flags: 0, compressing: compressing, expiry: expiry)
+        // A replaced entry whose room takes the new record is written over (FORMAT.md 6.9): no
+        // room taken at the head, nothing evicted, no slot changed.
+        let replaced = lookup(key, hash: hash)
+        guard let replaced, let room = roomInPlace(of: replaced, for: entry, size: size) else {
+            try place(entry, size: size, hash: hash, replacing: replaced, displaced: false)
+            return
+        }
+        if rewrite(replaced, in: room, with: entry) { return }
+        // A reader lends the replaced entry (it pinned it before it died): the entry goes
+        // elsewhere, and the bracket of the index epoch that `rewrite` began stays open until its
+        // slot points there, so that readers of the key meanwhile look again instead of missing.
+        indexChangeIsHeld = true
+        defer {
+            indexChangeIsHeld = false
+            endIndexChange()
+        }
+        do throws(LarderError) {
+            try place(entry, size: size, hash: hash, replacing: replaced, displaced: true)
+        } catch {
+            // The replaced entry is dead: it leaves the index and the counts.
+            if removeFromIndex(HashTable.slot(tag: hash.tag, offset: replaced.offset)) {
+                state.entryCount &-= 1
+                removeFromLiveCounts(replaced.header)
+            }
+            throw error
+        }
+    }
+
+    /// Places `entry`, a record of `size` bytes (LZ4's bound when compressing), where the ring
+    /// and the free list give room, then points the index at it: the rest of `put`.
+    ///
+    /// - Parameters:
+    ///   - replaced: the entry of the key found before the placement, if any.
+    ///   - displaced: `replaced` is dead already, and its slot still points at it (a lender kept
+    ///     it from being written over).
+    private func place(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?,
+                       displaced: Bool) throws(LarderError) {
+        var entry = entry, size = size
+        let key = entry.key, value = entry.value
+        let recoveries = state.counter(.recoveries)
         if state.entryCount >= active.loadLimit {
             try ensureIndexRoom()
             // A new index segment in the ring may now be in the way.
-            (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compressing)
+            (size, entry.compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: entry.compressing)
         }
-        var stored = value
-        var flags: UInt8 = 0
-        if compressing, let ahead = compressedAhead(value, keyLength: key.count, size: size) {
-            (stored, flags) = ahead
-            compressing = false
-            size = RecordHeader.entrySize(keyLength: key.count, storedLength: stored.count)
+        if entry.compressing, let ahead = compressedAhead(value, keyLength: key.count, size: size) {
+            (entry.stored, entry.flags) = ahead
+            entry.compressing = false
+            size = RecordHeader.entrySize(keyLength: key.count, storedLength: entry.stored.count)
         }
         // Below the capacity a large record takes the room of one replaced or removed before it
         // when there is such room; otherwise it goes at the head.
@@ -36,57 +75,28 @@ extension CacheStore {
         let reserved = deadRoom?.size ?? footprint(ofRecord: size)
         let offset: Int
         if let deadRoom { offset = deadRoom.offset } else { offset = try reserve(reserved) }
-
-        // Compression goes straight into the ring: the room reserved is LZ4's bound, the record
-        // takes only what the compressed form needs.
-        let record = file.mutableBytes(at: offset, count: size).baseAddress!
-        let keyStart = record + RecordHeader.size
-        let valueStart = keyStart + key.count
-        // The checksum is of the bytes as they lie in the record: computed from the words copied
-        // there (one pass), or (nil) read back from the record for a compressed value and for
-        // bytes that come out of this very map (lent by `withValue` of another handle on the
-        // file), which are moved as memmove does, whatever the overlap.
-        let onePass = !file.mapsAnyOf(key) && !file.mapsAnyOf(stored)
-        var checksum: UInt32?
-        if onePass {
-            checksum = lrd_crc32c_then_copy(seed, nil, 0, keyStart, key.baseAddress!, key.count)
-        } else {
-            keyStart.copyMemory(from: key.baseAddress!, byteCount: key.count)
-        }
-        var storedLength = stored.count
-        if compressing, let compressed = LZ4Codec.compress(value, into: UnsafeMutableRawBufferPointer(start: valueStart, count: size - RecordHeader.size - key.count)) {
-            storedLength = compressed
-            flags = RecordHeader.compressedFlag
-            checksum = nil
-        } else if stored.count > 0 {
-            if let keyChecksum = checksum {
-                checksum = lrd_crc32c_then_copy(keyChecksum, nil, 0, valueStart, stored.baseAddress!, stored.count)
-            } else {
-                valueStart.copyMemory(from: stored.baseAddress!, byteCount: stored.count)
-            }
-        }
-        let dataChecksum = checksum ?? lrd_crc32c(seed, keyStart, key.count + storedLength)
-        // The record takes only the room of the stored form, even when LZ4's bound was reserved
-        // (the rest stays free in front of the head).
-        size = RecordHeader.entrySize(keyLength: key.count, storedLength: storedLength)
-        let now = SystemCall.nowMilliseconds()
-        let header = RecordHeader(
-            kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: storedLength,
-            rawLength: value.count, sequence: takeSequence(), expiresAt: expiry.deadline(now: now),
-            storedAt: now, dataChecksum: dataChecksum)
         // Within what was reserved, even if making room rebuilt the ring and moved the index.
-        let room = deadRoom ?? (offset, min(reserved, footprint(ofRecord: size)))
-        padRest(of: room, after: size)
-        header.write(to: file, at: offset, seed: seed)
+        let header = writeEntry(entry, at: offset, within: reserved, keyInPlace: false) { size in
+            deadRoom ?? (offset, min(reserved, footprint(ofRecord: size)))
+        }
         if deadRoom == nil {
-            advanceHead(past: room.size)
+            advanceHead(past: min(reserved, footprint(ofRecord: header.totalSize)))
         } else {
             deadRooms.pointee.placedCount += 1
         }
 
-        // The record is complete; only now does the index point at it.
+        // The record is complete; only now does the index point at it. A live entry replaced is
+        // looked for again: making room may have moved or evicted it. A key that was absent is
+        // still absent unless a recovery while making room brought an older record of it back,
+        // and a dead one still has its slot (the tail passes dead records, it removes none)
+        // unless a recovery made the index anew without it.
         let slot = HashTable.slot(tag: hash.tag, offset: offset)
-        if let old = lookup(key, hash: hash) {
+        let recovered = state.counter(.recoveries) != recoveries
+        if displaced, !recovered, let replaced,
+           repointIndex(from: HashTable.slot(tag: hash.tag, offset: replaced.offset), to: slot) {
+            removeFromLiveCounts(replaced.header)
+            state.add(1, to: .updates)
+        } else if let old = (replaced != nil && !displaced) || recovered ? lookup(key, hash: hash) : nil {
             // A reader of another process may hold the old slot and find its record dead
             // before it sees the new one: the epoch makes it look again instead of missing.
             beginIndexChange()
@@ -94,22 +104,135 @@ extension CacheStore {
             RecordHeader.markDead(in: file, at: old.offset)
             endIndexChange()
             rememberDeadRoom(at: old.offset, header: old.header)
-            state.liveRawBytes &-= old.header.rawLength
-            state.liveStoredBytes &-= old.header.storedLength
-            state.liveRecordBytes &-= old.header.totalSize
+            removeFromLiveCounts(old.header)
             state.add(1, to: .updates)
         } else if active.insert(slot) != nil {
             state.entryCount &+= 1
-            state.add(1, to: .inserts)
+            state.add(1, to: replaced == nil ? .inserts : .updates)
         } else {
             // No empty slot although the count says there is room: the index is damaged (a
             // hostile file). Recovery makes a new one from the records, this one among them.
             try rebuild()
             return
         }
-        state.liveRawBytes &+= value.count
-        state.liveStoredBytes &+= storedLength
-        state.liveRecordBytes &+= size
+        addToLiveCounts(header)
+    }
+
+    /// What a put stores: the key, the value as given and as it goes into the record (compressed
+    /// ahead, or not yet), and how.
+    struct NewEntry {
+        let key: UnsafeRawBufferPointer
+        let value: UnsafeRawBufferPointer
+        var stored: UnsafeRawBufferPointer
+        var flags: UInt8
+        /// Whether the value is still to be compressed, straight into the record.
+        var compressing: Bool
+        let expiry: Expiry
+    }
+
+    /// Writes `entry` as a live record at `offset`, in at most `reserved` bytes (LZ4's bound
+    /// when compressing), and returns its header. The key is copied there first unless it is
+    /// there already (`keyInPlace`). `room` gives the room the record of a given size stands in:
+    /// the rest of it becomes padding before the header is written, so that the ring walks from
+    /// the record to what followed the room.
+    @inline(__always)
+    private func writeEntry(_ entry: NewEntry, at offset: Int, within reserved: Int, keyInPlace: Bool,
+                            visited: Bool = false,
+                            room: (_ recordSize: Int) -> (offset: Int, size: Int)) -> RecordHeader {
+        let key = entry.key, stored = entry.stored
+        let record = file.mutableBytes(at: offset, count: reserved).baseAddress!
+        let keyStart = record + RecordHeader.size
+        let valueStart = keyStart + key.count
+        // Moved as memmove does: the caller's bytes may come out of this very map (lent by
+        // `withValue` of another handle on the file).
+        if !keyInPlace { keyStart.copyMemory(from: key.baseAddress!, byteCount: key.count) }
+        // The checksum is of the bytes as they lie in the record: the key read back from it,
+        // the value computed from the words copied there (one pass), or read back from the
+        // record for a compressed value and for bytes that come out of this map.
+        var flags = entry.flags
+        var storedLength = stored.count
+        let dataChecksum: UInt32
+        if entry.compressing, let compressed = LZ4Codec.compress(
+            entry.value, into: UnsafeMutableRawBufferPointer(start: valueStart, count: reserved - RecordHeader.size - key.count)) {
+            storedLength = compressed
+            flags = RecordHeader.compressedFlag
+            dataChecksum = lrd_crc32c(seed, keyStart, key.count + compressed)
+        } else if storedLength > 0 && !file.mapsAnyOf(stored) {
+            dataChecksum = lrd_crc32c_then_copy(seed, keyStart, key.count, valueStart, stored.baseAddress!, storedLength)
+        } else {
+            if storedLength > 0 { valueStart.copyMemory(from: stored.baseAddress!, byteCount: storedLength) }
+            dataChecksum = lrd_crc32c(seed, keyStart, key.count + storedLength)
+        }
+        // The record takes only the room of the stored form, even when LZ4's bound was reserved.
+        let now = SystemCall.nowMilliseconds()
+        let header = RecordHeader(
+            kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: storedLength,
+            rawLength: entry.value.count, sequence: takeSequence(), expiresAt: entry.expiry.deadline(now: now),
+            storedAt: now, dataChecksum: dataChecksum)
+        padRest(of: room(header.totalSize), after: header.totalSize)
+        header.write(to: file, at: offset, seed: seed, visited: visited)
+        return header
+    }
+
+    /// Adds a new live record to the counts.
+    @inline(__always)
+    func addToLiveCounts(_ header: RecordHeader) {
+        state.liveRawBytes &+= header.rawLength
+        state.liveStoredBytes &+= header.storedLength
+        state.liveRecordBytes &+= header.totalSize
+    }
+
+    /// Takes a record that is no longer live out of the counts.
+    @inline(__always)
+    func removeFromLiveCounts(_ header: RecordHeader) {
+        state.liveRawBytes &-= header.rawLength
+        state.liveStoredBytes &-= header.storedLength
+        state.liveRecordBytes &-= header.totalSize
+    }
+
+    // MARK: - Replacing in place
+
+    /// The room `entry`, a record of `size` bytes (LZ4's bound when compressing), is to be
+    /// written over `old` in, the live entry of its key: old's record, and unless that is just
+    /// the size, the padding after it as well (left by a shorter value written over a longer
+    /// one), if the record fits. Nil when it does not, and when the caller's bytes come out of
+    /// this map (they could be old's own). Only records below the free list's minimum: a reader
+    /// of another process that looks for the key meanwhile waits for the rewrite, which stays
+    /// short, and larger ones have the free list (`takeDeadRoom`), which keeps the old record
+    /// readable until the new one is complete.
+    @inline(__always)
+    private func roomInPlace(of old: FoundEntry, for entry: NewEntry, size: Int) -> (offset: Int, size: Int)? {
+        guard size < FreeList.minimumRecordSize, rewritesInPlace,
+              !file.mapsAnyOf(entry.key), !file.mapsAnyOf(entry.stored) else { return nil }
+        let recordSize = old.header.totalSize
+        if size == recordSize { return (old.offset, recordSize) }
+        // A shorter record takes the padding too, so that the rest of the room becomes one
+        // padding record, whole again for a longer value later.
+        let room = roomSize(at: old.offset, recordSize: recordSize, largestPadding: .max) ?? recordSize
+        return size <= room ? (old.offset, room) : nil
+    }
+
+    /// Writes `entry` in `room`, that of `old`, the live entry of the same key (FORMAT.md 6.9): old
+    /// is marked dead, then its key and value are written over with the new ones, the rest of the
+    /// room becomes padding, and a new header is written that is visited (the write is the
+    /// entry's latest use: at the capacity, the tail relocates it rather than evicting it). The
+    /// slot stays as it is. All of it within the index epoch: a reader of another process that
+    /// finds the record dead or half written looks again rather than miss, and one that read the
+    /// old record finds its sequence number gone when it re-checks.
+    ///
+    /// Returns false, with old dead and the bracket begun, when a reader of any process lends
+    /// old's bytes (checked once it is dead, as 7.7.5 asks): the caller then writes the entry
+    /// elsewhere, points old's slot at it, and ends the bracket.
+    private func rewrite(_ old: FoundEntry, in room: (offset: Int, size: Int), with entry: NewEntry) -> Bool {
+        beginIndexChange()
+        RecordHeader.markDead(in: file, at: old.offset)
+        if isPinned(room.offset, room.size) { return false }
+        let header = writeEntry(entry, at: old.offset, within: room.size, keyInPlace: true, visited: true) { _ in room }
+        endIndexChange()
+        removeFromLiveCounts(old.header)
+        addToLiveCounts(header)
+        state.add(1, to: .updates)
+        return true
     }
 
     /// The ring bytes a record of this key and value takes (LZ4's bound when compressing), and

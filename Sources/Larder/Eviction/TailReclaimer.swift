@@ -195,9 +195,7 @@ extension CacheStore {
     private func retire(at offset: Int, header: RecordHeader, counting counter: SharedState.Counter?) {
         if let counter {
             state.entryCount &-= 1
-            state.liveRawBytes &-= header.rawLength
-            state.liveStoredBytes &-= header.storedLength
-            state.liveRecordBytes &-= header.totalSize
+            removeFromLiveCounts(header)
             state.add(1, to: counter)
         }
         RecordHeader.markDead(in: file, at: offset)

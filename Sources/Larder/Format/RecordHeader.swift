@@ -112,11 +112,12 @@ struct RecordHeader: Equatable {
 
     /// Writes the header at `offset`; the key and value must already be in place after it when
     /// `dataChecksum` was computed from them. The state byte becomes live last, with release
-    /// ordering: a reader that sees it live sees the whole record.
+    /// ordering: a reader that sees it live sees the whole record. A `visited` record has its
+    /// access bit set in that same store (a record written over the entry it replaces).
     ///
     /// The range is checked once; the header checksum is computed from the values in registers
     /// (the same bytes `headerChecksum` reads back), not from the file.
-    func write(to file: MappedFile, at offset: Int, seed: UInt32) {
+    func write(to file: MappedFile, at offset: Int, seed: UInt32, visited: Bool = false) {
         precondition(offset & 7 == 0, "bad record offset")
         let record = file.mutableBytes(at: offset, count: RecordHeader.size).baseAddress!
         let word0 = Word0.compose(kind: kind, flags: flags, keyLength: keyLength)
@@ -140,7 +141,9 @@ struct RecordHeader: Equatable {
                           toByteOffset: Field.dataChecksum, as: UInt64.self)
         // A plain store, not a read-modify-write: until the record is live no one else writes
         // its first word (a reader's access-bit swap expects the live bit).
-        if isLive { lrd_store_release_u64(record, (word0 | Word0.liveBit).littleEndian) }
+        if isLive {
+            lrd_store_release_u64(record, (word0 | Word0.liveBit | (visited ? Word0.visitedBit : 0)).littleEndian)
+        }
     }
 
     /// Reads and checks the header at `offset`: magic, kind, header checksum, and that the record

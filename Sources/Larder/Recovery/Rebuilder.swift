@@ -112,7 +112,7 @@ extension CacheStore {
                 return
             }
             RecordHeader.markDead(in: file, at: rival.offset)
-            uncount(rival.header)
+            removeFromLiveCounts(rival.header)
             scratch.replace(at: index, with: slot)
         } else if scratch.insert(slot) {
             state.entryCount &+= 1
@@ -121,15 +121,7 @@ extension CacheStore {
             RecordHeader.markDead(in: file, at: offset)
             return
         }
-        state.liveRawBytes &+= header.rawLength
-        state.liveStoredBytes &+= header.storedLength
-        state.liveRecordBytes &+= header.totalSize
-    }
-
-    private func uncount(_ header: RecordHeader) {
-        state.liveRawBytes &-= header.rawLength
-        state.liveStoredBytes &-= header.storedLength
-        state.liveRecordBytes &-= header.totalSize
+        addToLiveCounts(header)
     }
 
     /// Head after the newest record; tail at the first live entry after it in ring order, so
@@ -211,7 +203,7 @@ extension CacheStore {
             } else if let header = entryHeader(at: HashTable.offset(of: slot)) {
                 // More entries than the largest allowed index holds: the surplus is dropped.
                 RecordHeader.markDead(in: file, at: HashTable.offset(of: slot))
-                uncount(header)
+                removeFromLiveCounts(header)
                 state.entryCount &-= 1
             }
         }

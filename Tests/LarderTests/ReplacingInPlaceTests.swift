@@ -1,0 +1,182 @@
+import Foundation
+import Testing
+@testable @_spi(Inspection) import Larder
+
+/// A value replaced by one whose record fits the old record's room is written over it (FORMAT.md
+/// 6.9): the ring does not move, nothing is evicted for it, and readers see the old value or the
+/// new one, never a miss, a mix or a lent value changing under them.
+@Suite("Replacing in place")
+struct ReplacingInPlaceTests {
+    /// Keys of one length, so that records of one value length have one size.
+    private static func key(_ index: Int) -> String { String(format: "k%06d", index) }
+
+    /// A value of `length` bytes that names its key and version.
+    private static func value(_ index: Int, version: Int, length: Int) -> [UInt8] {
+        var bytes = pattern(index &* 7_919 &+ version, count: length)
+        withUnsafeBytes(of: (UInt32(index), UInt32(version))) { bytes.replaceSubrange(0..<8, with: $0) }
+        return bytes
+    }
+
+    @Test("values replaced by ones that fit are written over them: the ring, the file and the counts stay as they were")
+    func replacementsThatFitDoNotMoveTheRing() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 256 << 20)
+        let keys = 1_000
+        var model: [Int: [UInt8]] = [:]
+        for index in 0..<keys {
+            model[index] = Self.value(index, version: 0, length: 100)
+            try cache.set(model[index]!, forKey: Self.key(index))
+        }
+        let head = cache.store.state.head, span = cache.store.state.spanBytes
+        let fileBytes = cache.fileBytes, recordBytes = cache.stats.recordBytes
+        var generator = SplitMix(seed: 3)
+        // Of the same length, then of lengths from 36 to 100 bytes: a shorter record leaves
+        // padding after it in the room, which a longer one takes again.
+        for step in 1...30_000 {
+            let index = Int(generator.next() % UInt64(keys))
+            let length = step < 10_000 ? 100 : 36 + Int(generator.next() % 65)
+            model[index] = Self.value(index, version: step, length: length)
+            try cache.set(model[index]!, forKey: Self.key(index))
+        }
+        #expect(cache.store.state.head == head)
+        #expect(cache.store.state.spanBytes == span)
+        #expect(cache.fileBytes == fileBytes)
+        #expect(cache.stats.recordBytes <= recordBytes)
+        #expect(cache.stats.updates == 30_000)
+        #expect(cache.stats.inserts == UInt64(keys))
+        #expect(cache.stats.relocations == 0 && cache.stats.evictions == 0)
+        #expect(cache.count == keys)
+        #expect(cache.stats.liveBytes == model.values.reduce(0) { $0 + $1.count })
+        for (index, value) in model { #expect(try cache.bytes(forKey: Self.key(index)) == value) }
+
+        // A value longer than its room goes to the head, as before.
+        let longer = Self.value(0, version: 99_999, length: 200)
+        try cache.set(longer, forKey: Self.key(0))
+        model[0] = longer
+        #expect(cache.store.state.head > head)
+
+        // What a crash leaves recovers to the same entries, and the closed file is sound.
+        let copy = directory.path("crashed.larder")
+        try FileManager.default.copyItem(atPath: directory.path(), toPath: copy)
+        try cache.close()
+        let report = try FileInspector(path: directory.path()).verify().report
+        #expect(report.isSound, "\(report.problems.prefix(3).map(\.description))")
+        let recovered = try Cache(path: copy)
+        #expect(recovered.wasRecovered)
+        #expect(recovered.count == keys)
+        for (index, value) in model { #expect(try recovered.bytes(forKey: Self.key(index)) == value) }
+    }
+
+    @Test("at the capacity, an entry written over counts as used: the tail keeps it and evicts the unused ones after it")
+    func aRewriteIsAUse() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 1 << 20)
+        // Written in order until the ring is full: the oldest are evicted first, none was read.
+        var next = 0
+        while cache.stats.evictions < 100 {
+            try cache.set(Self.value(next, version: 0, length: 200), forKey: Self.key(next))
+            next += 1
+        }
+        var oldest = 0
+        while !cache.contains(Self.key(oldest)) { oldest += 1 }
+        let rewritten = Self.value(oldest, version: 1, length: 200)
+        try cache.set(rewritten, forKey: Self.key(oldest))
+        // New keys until the ten written after the oldest are gone.
+        while (oldest + 1...oldest + 10).contains(where: { cache.contains(Self.key($0)) }) {
+            try cache.set(Self.value(next, version: 0, length: 200), forKey: Self.key(next))
+            next += 1
+        }
+        #expect(try cache.bytes(forKey: Self.key(oldest)) == rewritten)
+    }
+
+    @Test("a value lent by withValue is not written over: the new one goes elsewhere, and the counts stay right")
+    func aLentValueStaysWhileItIsLent() throws {
+        let directory = TemporaryDirectory()
+        let lender = try Cache(at: directory.path(), capacity: 16 << 20)
+        let writer = try Cache(at: directory.path())
+        let old = Self.value(1, version: 0, length: 100), new = Self.value(1, version: 1, length: 100)
+        try writer.set(old, forKey: Self.key(1))
+        try writer.set(Self.value(2, version: 0, length: 100), forKey: Self.key(2))
+        let head = writer.store.state.head
+        let lentAfterTheWrite = try lender.withValue(forKey: Self.key(1)) { lent in
+            try writer.set(new, forKey: Self.key(1))
+            return Array(lent)
+        }
+        #expect(lentAfterTheWrite == old)
+        #expect(writer.store.state.head > head)
+        #expect(try lender.bytes(forKey: Self.key(1)) == new)
+        #expect(writer.count == 2)
+        #expect(writer.stats.updates == 1 && writer.stats.inserts == 2)
+        #expect(writer.stats.liveBytes == 200)
+        // Once the loan is over, the next value of the same size is written over the new one.
+        let head2 = writer.store.state.head
+        try writer.set(Self.value(1, version: 2, length: 100), forKey: Self.key(1))
+        #expect(writer.store.state.head == head2)
+        try writer.close()
+        try lender.close()
+        let report = try FileInspector(path: directory.path()).verify().report
+        #expect(report.isSound, "\(report.problems.prefix(3).map(\.description))")
+    }
+
+    @Test("a compressible value written over a raw one is compressed into its room")
+    func aCompressedRewrite() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path(), options: .init(capacity: .megabytes(16), compression: .lz4))
+        let raw = pattern(5, count: 1_000)
+        try cache.set(raw, forKey: "k")
+        #expect(cache.stats.storedBytes == 1_000)
+        let head = cache.store.state.head
+        let compressible = [UInt8](repeating: 7, count: 900)
+        try cache.set(compressible, forKey: "k")
+        #expect(cache.store.state.head == head)
+        #expect(cache.stats.storedBytes < 100)
+        #expect(try cache.bytes(forKey: "k") == compressible)
+        try cache.close()
+        let report = try FileInspector(path: directory.path()).verify().report
+        #expect(report.isSound, "\(report.problems.prefix(3).map(\.description))")
+    }
+
+    /// Readers take no lock: one that looks for a key while its record is written over finds it
+    /// dead or half written, and must look again (the index epoch), not report a miss, and one
+    /// that read the old record must see that it changed, not return a mix.
+    @Test("readers never miss a key, nor get a mixed value, while it is written over again and again")
+    func readersDuringRewrites() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 16 << 20)
+        let keys = 8
+        for index in 0..<keys { try cache.set(Self.value(index, version: 0, length: 300), forKey: Self.key(index)) }
+        let done = AtomicWord()
+        let missing = LockedCounter(), wrong = LockedCounter(), failures = LockedCounter(), reads = LockedCounter()
+        runOnThreads(3) { thread in
+            if thread == 0 {
+                var generator = SplitMix(seed: 9)
+                for step in 1...100_000 {
+                    let index = Int(generator.next() % UInt64(keys))
+                    do {
+                        try cache.set(Self.value(index, version: step, length: 300), forKey: Self.key(index))
+                    } catch { failures.increment() }
+                }
+                done.store(1)
+                return
+            }
+            var generator = SplitMix(seed: UInt64(thread))
+            while done.load() == 0 {
+                let index = Int(generator.next() % UInt64(keys))
+                do {
+                    let got = thread == 1
+                        ? try cache.bytes(forKey: Self.key(index))
+                        : try cache.withValue(forKey: Self.key(index)) { Array($0) }
+                    reads.increment()
+                    guard let got else { missing.increment(); continue }
+                    let version = got.withUnsafeBytes { Int($0.load(fromByteOffset: 4, as: UInt32.self)) }
+                    if got != Self.value(index, version: version, length: 300) { wrong.increment() }
+                } catch { failures.increment() }
+            }
+        }
+        #expect(reads.value > 1_000)
+        #expect(missing.value == 0)
+        #expect(wrong.value == 0)
+        #expect(failures.value == 0)
+        #expect(cache.stats.updates == 100_000 && cache.count == keys)
+    }
+}
