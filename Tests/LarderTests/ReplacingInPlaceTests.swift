@@ -67,6 +67,27 @@ struct ReplacingInPlaceTests {
         for (index, value) in model { #expect(try recovered.bytes(forKey: Self.key(index)) == value) }
     }
 
+    @Test("after a crash, recovery puts the head back after the newest record written at the head, not after one written over another")
+    func recoveryFindsTheHead() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 256 << 20)
+        for index in 0..<1_000 { try cache.set(Self.value(index, version: 0, length: 100), forKey: Self.key(index)) }
+        for step in 1...500 {
+            try cache.set(Self.value(step % 1_000, version: step, length: 100), forKey: Self.key(step % 1_000))
+        }
+        let head = cache.store.state.head
+        let copy = directory.path("crashed.larder")
+        try FileManager.default.copyItem(atPath: directory.path(), toPath: copy)
+        let recovered = try Cache(path: copy)
+        #expect(recovered.wasRecovered)
+        #expect(recovered.store.state.head == head)
+        #expect(recovered.stats.relocations == 0)
+        // Numbered on from the newest of all, the ones written over others among them.
+        #expect(recovered.store.state.nextSequence == cache.store.state.nextSequence)
+        try recovered.set(Self.value(5_000, version: 0, length: 100), forKey: Self.key(5_000))
+        #expect(try recovered.bytes(forKey: Self.key(500)) == Self.value(500, version: 500, length: 100))
+    }
+
     @Test("at the capacity, an entry written over counts as used: the tail keeps it and evicts the unused ones after it")
     func aRewriteIsAUse() throws {
         let directory = TemporaryDirectory()
@@ -87,6 +108,13 @@ struct ReplacingInPlaceTests {
             next += 1
         }
         #expect(try cache.bytes(forKey: Self.key(oldest)) == rewritten)
+        // Kept by being moved to the head: the copy is no longer flagged as written in the span,
+        // so that recovery may put the head after it.
+        let found = Self.key(oldest).utf8CString.dropLast().withUnsafeBytes { key in
+            cache.store.lookup(key, hash: KeyHash(key))
+        }
+        #expect(cache.stats.relocations > 0)
+        #expect(found.map { !$0.header.wasPlacedInSpan } == true)
     }
 
     @Test("a value lent by withValue is not written over: the new one goes elsewhere, and the counts stay right")

@@ -21,7 +21,7 @@ extension CacheStore {
         let entry = NewEntry(key: key, value: value, stored: value, flags: 0, compressing: compressing, expiry: expiry)
         // A replaced entry whose room takes the new record is written over (FORMAT.md 6.9): no
         // room taken at the head, nothing evicted, no slot changed.
-        let replaced = lookup(key, hash: hash)
+        let replaced = lookup(key, hash: hash, valueFollows: true)
         guard let replaced, let room = roomInPlace(of: replaced, for: entry, size: size) else {
             try place(entry, size: size, hash: hash, replacing: replaced, displaced: false)
             return
@@ -76,7 +76,7 @@ extension CacheStore {
         let offset: Int
         if let deadRoom { offset = deadRoom.offset } else { offset = try reserve(reserved) }
         // Within what was reserved, even if making room rebuilt the ring and moved the index.
-        let header = writeEntry(entry, at: offset, within: reserved, keyInPlace: false) { size in
+        let header = writeEntry(entry, at: offset, within: reserved, inSpan: deadRoom != nil) { size in
             deadRoom ?? (offset, min(reserved, footprint(ofRecord: size)))
         }
         if deadRoom == nil {
@@ -132,12 +132,12 @@ extension CacheStore {
 
     /// Writes `entry` as a live record at `offset`, in at most `reserved` bytes (LZ4's bound
     /// when compressing), and returns its header. The key is copied there first unless it is
-    /// there already (`keyInPlace`). `room` gives the room the record of a given size stands in:
+    /// there already (`keyInPlace`). A record placed `inSpan` (not at the head) is flagged so. `room` gives the room the record of a given size stands in:
     /// the rest of it becomes padding before the header is written, so that the ring walks from
     /// the record to what followed the room.
     @inline(__always)
-    private func writeEntry(_ entry: NewEntry, at offset: Int, within reserved: Int, keyInPlace: Bool,
-                            visited: Bool = false,
+    private func writeEntry(_ entry: NewEntry, at offset: Int, within reserved: Int, keyInPlace: Bool = false,
+                            inSpan: Bool, visited: Bool = false,
                             room: (_ recordSize: Int) -> (offset: Int, size: Int)) -> RecordHeader {
         let key = entry.key, stored = entry.stored
         let record = file.mutableBytes(at: offset, count: reserved).baseAddress!
@@ -149,13 +149,13 @@ extension CacheStore {
         // The checksum is of the bytes as they lie in the record: the key read back from it,
         // the value computed from the words copied there (one pass), or read back from the
         // record for a compressed value and for bytes that come out of this map.
-        var flags = entry.flags
+        var flags = entry.flags | (inSpan ? RecordHeader.placedInSpanFlag : 0)
         var storedLength = stored.count
         let dataChecksum: UInt32
         if entry.compressing, let compressed = LZ4Codec.compress(
             entry.value, into: UnsafeMutableRawBufferPointer(start: valueStart, count: reserved - RecordHeader.size - key.count)) {
             storedLength = compressed
-            flags = RecordHeader.compressedFlag
+            flags |= RecordHeader.compressedFlag
             dataChecksum = lrd_crc32c(seed, keyStart, key.count + compressed)
         } else if storedLength > 0 && !file.mapsAnyOf(stored) {
             dataChecksum = lrd_crc32c_then_copy(seed, keyStart, key.count, valueStart, stored.baseAddress!, storedLength)
@@ -227,7 +227,7 @@ extension CacheStore {
         beginIndexChange()
         RecordHeader.markDead(in: file, at: old.offset)
         if isPinned(room.offset, room.size) { return false }
-        let header = writeEntry(entry, at: old.offset, within: room.size, keyInPlace: true, visited: true) { _ in room }
+        let header = writeEntry(entry, at: old.offset, within: room.size, keyInPlace: true, inSpan: true, visited: true) { _ in room }
         endIndexChange()
         removeFromLiveCounts(old.header)
         addToLiveCounts(header)

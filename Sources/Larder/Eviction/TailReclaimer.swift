@@ -164,6 +164,8 @@ extension CacheStore {
             .copyMemory(from: file.bytes(at: offset, count: size))
         var moved = header
         moved.sequence = takeSequence()
+        // At the head now, wherever the original was written.
+        moved.flags &= ~RecordHeader.placedInSpanFlag
         moved.write(to: file, at: destination, seed: seed)
         let key = file.bytes(at: offset + RecordHeader.size, count: header.keyLength)
         let tag = KeyHash(key).tag

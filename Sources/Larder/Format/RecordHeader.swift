@@ -16,7 +16,7 @@ enum RecordKind: UInt8 {
 /// off size field
 ///  0   2   magic 0x524C ("LR")
 ///  2   1   kind (RecordKind)
-///  3   1   flags: bit 0 = value is LZ4-compressed
+///  3   1   flags: bit 0 = value is LZ4-compressed, bit 1 = written inside the span
 ///  4   1   state: 1 = live, 0 = dead            (changes in place; not checksummed)
 ///  5   1   access: bit 0 = read since last pass (changes in place; not checksummed)
 ///  6   2   key length
@@ -54,6 +54,9 @@ struct RecordHeader: Equatable {
     static let recoverableSequenceLimit: UInt64 = 1 << 60
     static let paddingSize = 16
     static let compressedFlag: UInt8 = 1
+    /// The entry was written inside the span (in the room of a dead entry, or over the entry it
+    /// replaced), not at the head: recovery does not put the head after it.
+    static let placedInSpanFlag: UInt8 = 2
 
     enum Field {
         static let magic = 0, kind = 2, flags = 3, state = 4, access = 5, keyLength = 6
@@ -73,6 +76,7 @@ struct RecordHeader: Equatable {
     }
 
     var isCompressed: Bool { flags & RecordHeader.compressedFlag != 0 }
+    var wasPlacedInSpan: Bool { flags & RecordHeader.placedInSpanFlag != 0 }
 
     /// Total bytes of the record in the ring.
     @inline(__always)

@@ -22,8 +22,8 @@ extension CacheStore {
     }
 
     /// Reader: finds the live entry for `key` (see `ReadView.lookup`).
-    func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash) -> FoundEntry? {
-        currentView.lookup(key, hash: hash, migrationCursor: state.migrationCursor)
+    func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, valueFollows: Bool = false) -> FoundEntry? {
+        currentView.lookup(key, hash: hash, migrationCursor: state.migrationCursor, valueFollows: valueFollows)
     }
 
     /// Reader: the header of the live, valid entry at `offset`, or nil for anything else.

@@ -4,8 +4,9 @@
 /// implausible. The records are self-describing and checksummed, so the ring is scanned from
 /// start to end: each record whose header and data checksums hold is kept (for a key seen twice,
 /// the higher sequence number wins), everything else becomes padding. The head goes after the
-/// newest record, the tail to the oldest live one, and a fresh index is filled. The time is one
-/// sequential read of the file plus one checksum pass over its records.
+/// newest record written at the head (not one flagged as written inside the span), the tail to
+/// the oldest live one, and a fresh index is filled. The time is one sequential read of the file
+/// plus one checksum pass over its records.
 extension CacheStore {
     func rebuild() throws(LarderError) {
         guard !isRebuilding else {
@@ -38,7 +39,10 @@ extension CacheStore {
         }
 
         let scratch = ScratchTable()
+        // The head goes after the newest record written at the head; the next sequence number
+        // follows the highest of all.
         var newest: (sequence: UInt64, end: Int) = (0, ringStart)
+        var highestSequence: UInt64 = 0
         var position = ringStart
         var coveredUpTo = ringStart
         func padGap(upTo end: Int) {
@@ -50,6 +54,7 @@ extension CacheStore {
                 if let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
                    header.sequence > newest.sequence, header.sequence < RecordHeader.recoverableSequenceLimit {
                     newest = (header.sequence, position + header.totalSize)
+                    highestSequence = max(highestSequence, header.sequence)
                 }
                 position += IndexSegment.byteCount(slotCount: island.slotCount, pageSize: pageSize)
                 coveredUpTo = position
@@ -65,7 +70,8 @@ extension CacheStore {
             }
             padGap(upTo: position)
             let size = header.totalSize
-            if header.sequence > newest.sequence { newest = (header.sequence, position + size) }
+            highestSequence = max(highestSequence, header.sequence)
+            if header.sequence > newest.sequence && !header.wasPlacedInSpan { newest = (header.sequence, position + size) }
             if header.isLive && header.sequence >= meta.firstValidSequence {
                 keepNewest(at: position, header: header, in: scratch)
             } else {
@@ -80,7 +86,7 @@ extension CacheStore {
         // Counted on from next: no higher than what recovery keeps (FORMAT.md 4.1). Every record
         // below the old value is dead by now, every one above the new one dropped.
         meta.firstValidSequence = min(meta.firstValidSequence, RecordHeader.recoverableSequenceLimit)
-        state.nextSequence = max(newest.sequence + 1, meta.firstValidSequence, 2)
+        state.nextSequence = max(highestSequence + 1, meta.firstValidSequence, 2)
         do throws(LarderError) {
             try placeIndex(scratch, reusable: islands)
         } catch {
