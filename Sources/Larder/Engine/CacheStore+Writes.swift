@@ -92,11 +92,17 @@ extension CacheStore {
         // unless a recovery made the index anew without it.
         let slot = HashTable.slot(tag: hash.tag, offset: offset)
         let recovered = state.counter(.recoveries) != recoveries
-        if displaced, !recovered, let replaced,
-           repointIndex(from: HashTable.slot(tag: hash.tag, offset: replaced.offset), to: slot) {
+        if displaced, !recovered, let replaced {
             removeFromLiveCounts(replaced.header)
-            state.add(1, to: .updates)
-        } else if let old = (replaced != nil && !displaced) || recovered ? lookup(key, hash: hash) : nil {
+            if repointIndex(from: HashTable.slot(tag: hash.tag, offset: replaced.offset), to: slot) {
+                state.add(1, to: .updates)
+                addToLiveCounts(header)
+                return
+            }
+            // No slot to repoint (a damaged index): the new one is inserted below.
+            state.entryCount &-= 1
+        }
+        if let old = (replaced != nil && !displaced) || recovered ? lookup(key, hash: hash) : nil {
             // A reader of another process may hold the old slot and find its record dead
             // before it sees the new one: the epoch makes it look again instead of missing.
             beginIndexChange()
