@@ -21,7 +21,7 @@ extension CacheStore {
         let entry = NewEntry(key: key, value: value, stored: value, flags: 0, compressing: compressing, expiry: expiry)
         // A replaced entry whose room takes the new record is written over (FORMAT.md 6.9): no
         // room taken at the head, nothing evicted, no slot changed.
-        let replaced = lookup(key, hash: hash, valueFollows: true)
+        let replaced = lookupToReplace(key, hash: hash)
         guard let replaced, let room = roomInPlace(of: replaced, for: entry, size: size) else {
             try place(entry, size: size, hash: hash, replacing: replaced, displaced: false)
             return

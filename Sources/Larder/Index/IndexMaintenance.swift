@@ -22,8 +22,14 @@ extension CacheStore {
     }
 
     /// Reader: finds the live entry for `key` (see `ReadView.lookup`).
-    func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, valueFollows: Bool = false) -> FoundEntry? {
-        currentView.lookup(key, hash: hash, migrationCursor: state.migrationCursor, valueFollows: valueFollows)
+    func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash) -> FoundEntry? {
+        currentView.lookup(key, hash: hash, migrationCursor: state.migrationCursor)
+    }
+
+    /// Writer: `lookup` for a put, which may write its value over the entry found: the entry's
+    /// lines start loading as soon as its first word shows it is the key's.
+    func lookupToReplace(_ key: UnsafeRawBufferPointer, hash: KeyHash) -> FoundEntry? {
+        currentView.lookup(key, hash: hash, migrationCursor: state.migrationCursor, valueFollows: true)
     }
 
     /// Reader: the header of the live, valid entry at `offset`, or nil for anything else.
