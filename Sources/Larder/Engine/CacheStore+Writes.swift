@@ -18,7 +18,8 @@ extension CacheStore {
         try stepMigration()
         // Refuses a value that cannot fit before any entry changes, so that it loses nothing.
         let (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compress)
-        let entry = NewEntry(key: key, value: value, stored: value, flags: 0, compressing: compressing, expiry: expiry)
+        let entry = NewEntry(key: key, value: value, stored: value, flags: 0, compressing: compressing, expiry: expiry,
+                             isFromThisMap: file.mapsAnyOf(key) || file.mapsAnyOf(value))
         // A replaced entry whose room takes the new record is written over (FORMAT.md 6.9): no
         // room taken at the head, nothing evicted, no slot changed.
         let replaced = lookupToReplace(key, hash: hash)
@@ -134,6 +135,10 @@ extension CacheStore {
         /// Whether the value is still to be compressed, straight into the record.
         var compressing: Bool
         let expiry: Expiry
+        /// Whether the caller's key or value lies in this file's map (lent by `withValue` of
+        /// another handle on the file): it may be the very record written over, and is moved as
+        /// `memmove` moves.
+        let isFromThisMap: Bool
     }
 
     /// Writes `entry` as a live record at `offset`, in at most `reserved` bytes (LZ4's bound
@@ -163,7 +168,7 @@ extension CacheStore {
             storedLength = compressed
             flags |= RecordHeader.compressedFlag
             dataChecksum = lrd_crc32c(seed, keyStart, key.count + compressed)
-        } else if storedLength > 0 && !file.mapsAnyOf(stored) {
+        } else if storedLength > 0 && !entry.isFromThisMap {
             dataChecksum = lrd_crc32c_then_copy(seed, keyStart, key.count, valueStart, stored.baseAddress!, storedLength)
         } else {
             if storedLength > 0 { valueStart.copyMemory(from: stored.baseAddress!, byteCount: storedLength) }
@@ -209,7 +214,7 @@ extension CacheStore {
     @inline(__always)
     private func roomInPlace(of old: FoundEntry, for entry: NewEntry, size: Int) -> (offset: Int, size: Int)? {
         guard size < FreeList.minimumRecordSize, rewritesInPlace,
-              !file.mapsAnyOf(entry.key), !file.mapsAnyOf(entry.stored) else { return nil }
+              !entry.isFromThisMap else { return nil }
         let recordSize = old.header.totalSize
         if size == recordSize { return (old.offset, recordSize) }
         // A shorter record takes the padding too, so that the rest of the room becomes one
