@@ -72,8 +72,12 @@ struct ReplacingInPlaceTests {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 256 << 20)
         for index in 0..<1_000 { try cache.set(Self.value(index, version: 0, length: 100), forKey: Self.key(index)) }
+        // In the middle of the span, and the last ones written at the head.
         for step in 1...500 {
             try cache.set(Self.value(step % 1_000, version: step, length: 100), forKey: Self.key(step % 1_000))
+        }
+        for index in 990..<1_000 {
+            try cache.set(Self.value(index, version: 1, length: 100), forKey: Self.key(index))
         }
         let head = cache.store.state.head
         let copy = directory.path("crashed.larder")
@@ -144,6 +148,43 @@ struct ReplacingInPlaceTests {
         try lender.close()
         let report = try FileInspector(path: directory.path()).verify().report
         #expect(report.isSound, "\(report.problems.prefix(3).map(\.description))")
+    }
+
+    @Test("a put refused for a full disk while the value it replaces is lent loses nothing")
+    func aFailedPutOfALentValueLosesNothing() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        await #expect(processExitsWith: .success) { [path = path as String] in
+            guard limitFileSize(to: 2 << 20) else { exit(4) }
+            let cache = try Cache(path: path, options: .init(capacity: .megabytes(64)))
+            let lender = try Cache(path: path)
+            let old = Self.value(1, version: 0, length: 200)
+            try cache.set(old, forKey: Self.key(1))
+            // Fills the file up to what the disk takes.
+            var index = 2
+            do {
+                while true {
+                    try cache.set(Self.value(index, version: 0, length: 200), forKey: Self.key(index))
+                    index += 1
+                }
+            } catch let error as LarderError {
+                guard error.code == .full else { exit(5) }
+            }
+            let count = cache.count
+            var refused: LarderError.Code?
+            _ = try lender.withValue(forKey: Self.key(1)) { _ in
+                do {
+                    try cache.set(Self.value(1, version: 1, length: 200), forKey: Self.key(1))
+                } catch let error as LarderError {
+                    refused = error.code
+                } catch {}
+            }
+            guard refused == .full else { exit(6) }
+            guard try cache.bytes(forKey: Self.key(1)) == old, cache.count == count else { exit(7) }
+            // Once the loan is over, the value is written over the old one: no room needed.
+            try cache.set(Self.value(1, version: 2, length: 200), forKey: Self.key(1))
+            guard try cache.bytes(forKey: Self.key(1)) == Self.value(1, version: 2, length: 200) else { exit(8) }
+        }
     }
 
     @Test("a compressible value written over a raw one is compressed into its room")

@@ -23,40 +23,18 @@ extension CacheStore {
         // A replaced entry whose room takes the new record is written over (FORMAT.md 6.9): no
         // room taken at the head, nothing evicted, no slot changed.
         let replaced = lookupToReplace(key, hash: hash)
-        guard let replaced, let room = roomInPlace(of: replaced, for: entry, size: size) else {
-            try place(entry, size: size, hash: hash, replacing: replaced, displaced: false)
+        if let replaced, let room = roomInPlace(of: replaced, for: entry, size: size),
+           rewrite(replaced, in: room, with: entry) {
             return
         }
-        if rewrite(replaced, in: room, with: entry) { return }
-        // A reader lends the replaced entry (it pinned it before it died): the entry goes
-        // elsewhere, and the bracket of the index epoch that `rewrite` began stays open until its
-        // slot points there, so that readers of the key meanwhile look again instead of missing.
-        indexChangeIsHeld = true
-        defer {
-            indexChangeIsHeld = false
-            endIndexChange()
-        }
-        do throws(LarderError) {
-            try place(entry, size: size, hash: hash, replacing: replaced, displaced: true)
-        } catch {
-            // The replaced entry is dead: it leaves the index and the counts.
-            if removeFromIndex(HashTable.slot(tag: hash.tag, offset: replaced.offset)) {
-                state.entryCount &-= 1
-                removeFromLiveCounts(replaced.header)
-            }
-            throw error
-        }
+        try place(entry, size: size, hash: hash, replacing: replaced)
     }
 
     /// Places `entry`, a record of `size` bytes (LZ4's bound when compressing), where the ring
     /// and the free list give room, then points the index at it: the rest of `put`.
     ///
-    /// - Parameters:
-    ///   - replaced: the entry of the key found before the placement, if any.
-    ///   - displaced: `replaced` is dead already, and its slot still points at it (a lender kept
-    ///     it from being written over).
-    private func place(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?,
-                       displaced: Bool) throws(LarderError) {
+    /// - Parameter replaced: the live entry of the key found before the placement, if any.
+    private func place(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?) throws(LarderError) {
         var entry = entry, size = size
         let key = entry.key, value = entry.value
         let recoveries = state.counter(.recoveries)
@@ -86,24 +64,12 @@ extension CacheStore {
             deadRooms.pointee.placedCount += 1
         }
 
-        // The record is complete; only now does the index point at it. A live entry replaced is
+        // The record is complete; only now does the index point at it. The entry replaced is
         // looked for again: making room may have moved or evicted it. A key that was absent is
-        // still absent unless a recovery while making room brought an older record of it back,
-        // and a dead one still has its slot (the tail passes dead records, it removes none)
-        // unless a recovery made the index anew without it.
+        // still absent unless a recovery while making room brought an older record of it back.
         let slot = HashTable.slot(tag: hash.tag, offset: offset)
         let recovered = state.counter(.recoveries) != recoveries
-        if displaced, !recovered, let replaced {
-            removeFromLiveCounts(replaced.header)
-            if repointIndex(from: HashTable.slot(tag: hash.tag, offset: replaced.offset), to: slot) {
-                state.add(1, to: .updates)
-                addToLiveCounts(header)
-                return
-            }
-            // No slot to repoint (a damaged index): the new one is inserted below.
-            state.entryCount &-= 1
-        }
-        if let old = (replaced != nil && !displaced) || recovered ? lookup(key, hash: hash) : nil {
+        if let old = replaced != nil || recovered ? lookup(key, hash: hash) : nil {
             // A reader of another process may hold the old slot and find its record dead
             // before it sees the new one: the epoch makes it look again instead of missing.
             beginIndexChange()
@@ -115,7 +81,7 @@ extension CacheStore {
             state.add(1, to: .updates)
         } else if active.insert(slot) != nil {
             state.entryCount &+= 1
-            state.add(1, to: replaced == nil ? .inserts : .updates)
+            state.add(1, to: .inserts)
         } else {
             // No empty slot although the count says there is room: the index is damaged (a
             // hostile file). Recovery makes a new one from the records, this one among them.
@@ -207,13 +173,14 @@ extension CacheStore {
     /// written over `old` in, the live entry of its key: old's record, and unless that is just
     /// the size, the padding after it as well (left by a shorter value written over a longer
     /// one), if the record fits. Nil when it does not, and when the caller's bytes come out of
-    /// this map (they could be old's own). Only records below the free list's minimum: a reader
-    /// of another process that looks for the key meanwhile waits for the rewrite, which stays
-    /// short, and larger ones have the free list (`takeDeadRoom`), which keeps the old record
-    /// readable until the new one is complete.
+    /// this map (they could be old's own). Only records below the free list's minimum, in the
+    /// room of one: a reader of another process that looks for the key meanwhile waits for the
+    /// rewrite, which stays short, and larger ones have the free list (`takeDeadRoom`), which
+    /// keeps the old record readable until the new one is complete (and would not find the room
+    /// of a large record that a small one had taken).
     @inline(__always)
     private func roomInPlace(of old: FoundEntry, for entry: NewEntry, size: Int) -> (offset: Int, size: Int)? {
-        guard size < FreeList.minimumRecordSize, rewritesInPlace,
+        guard size < FreeList.minimumRecordSize, old.header.totalSize < FreeList.minimumRecordSize, rewritesInPlace,
               !entry.isFromThisMap else { return nil }
         let recordSize = old.header.totalSize
         if size == recordSize { return (old.offset, recordSize) }
@@ -231,13 +198,20 @@ extension CacheStore {
     /// finds the record dead or half written looks again rather than miss, and one that read the
     /// old record finds its sequence number gone when it re-checks.
     ///
-    /// Returns false, with old dead and the bracket begun, when a reader of any process lends
-    /// old's bytes (checked once it is dead, as 7.7.5 asks): the caller then writes the entry
-    /// elsewhere, points old's slot at it, and ends the bracket.
+    /// Returns false, having written nothing, when a reader of any process lends old's bytes
+    /// (checked once it is dead, as 7.7.5 asks): old is then live again, as it was, and the
+    /// caller places the entry elsewhere, the usual way, which may fail without losing old.
     private func rewrite(_ old: FoundEntry, in room: (offset: Int, size: Int), with entry: NewEntry) -> Bool {
         beginIndexChange()
         RecordHeader.markDead(in: file, at: old.offset)
-        if isPinned(room.offset, room.size) { return false }
+        // The check's sequentially consistent fence also keeps every byte written below from
+        // being seen before the dead mark: a reader that took old's header as live then fails
+        // its re-check, and never checks new bytes against the old header.
+        if isPinned(room.offset, room.size) {
+            RecordHeader.markLiveAgain(in: file, at: old.offset)
+            endIndexChange()
+            return false
+        }
         let header = writeEntry(entry, at: old.offset, within: room.size, keyInPlace: true, inSpan: true, visited: true) { _ in room }
         endIndexChange()
         removeFromLiveCounts(old.header)

@@ -73,9 +73,6 @@ final class CacheStore {
     /// Set while `rebuild()` runs, so that damage it cannot repair is an error, not a loop, and
     /// so that the index changes it makes on the way stay inside its bracket of the index epoch.
     var isRebuilding = false
-    /// Set while a put holds a bracket of the index epoch open across its placement: the entry it
-    /// replaces is dead, and its slot still points there until the new record is complete.
-    var indexChangeIsHeld = false
     /// Live records this handle passed where they lay below the capacity (`passInPlace`), and
     /// laps of the ring it gave up (`passRestOfRing`): rare enough that a test must know it
     /// reached them.
@@ -523,15 +520,14 @@ final class CacheStore {
 
     /// Brackets a rearrangement of index slots with the index epoch (FORMAT.md 7.7.3), so that
     /// readers of other processes that miss meanwhile look again. Recovery brackets the whole of
-    /// its work, and so does a put whose entry could not be written over the one it replaces
-    /// (`holdIndexChange`): the relocations and removals made meanwhile must not end the bracket
-    /// early.
+    /// its work: the relocations and removals it makes while placing the new index must not end
+    /// its bracket early.
     func beginIndexChange() {
-        if !isRebuilding && !indexChangeIsHeld { state.beginIndexChange() }
+        if !isRebuilding { state.beginIndexChange() }
     }
 
     func endIndexChange() {
-        if !isRebuilding && !indexChangeIsHeld { state.endIndexChange() }
+        if !isRebuilding { state.endIndexChange() }
     }
 
     /// Takes the meta page, tables and file size another process left. Under the exclusive

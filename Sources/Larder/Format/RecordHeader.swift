@@ -273,6 +273,13 @@ struct RecordHeader: Equatable {
         file.fetchAnd64((~(UInt64(0xFF) << Word0.stateShift)).littleEndian, at: offset)
     }
 
+    /// Sets the record at `offset` live again. Only for a writer that marked it dead to write
+    /// over it (FORMAT.md 6.9), found it lent, and wrote nothing into it: its bytes are as they
+    /// were, so readers that saw it dead meanwhile look again and find it as it was.
+    static func markLiveAgain(in file: MappedFile, at offset: Int) {
+        file.fetchOr64(Word0.liveBit.littleEndian, at: offset)
+    }
+
     static func wasVisited(in file: MappedFile, at offset: Int) -> Bool {
         UInt64(littleEndian: file.loadAcquire64(at: offset)) & Word0.visitedBit != 0
     }

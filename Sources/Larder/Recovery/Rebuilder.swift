@@ -82,7 +82,7 @@ extension CacheStore {
         }
         padGap(upTo: ringEnd)
 
-        placeRing(afterNewestEndingAt: newest.sequence > 0 ? newest.end : ringStart, entries: scratch)
+        placeRing(afterNewestEndingAt: newest.sequence > 0 ? headEnd(after: newest) : ringStart, entries: scratch)
         // Counted on from next: no higher than what recovery keeps (FORMAT.md 4.1). Every record
         // below the old value is dead by now, every one above the new one dropped.
         meta.firstValidSequence = min(meta.firstValidSequence, RecordHeader.recoverableSequenceLimit)
@@ -128,6 +128,27 @@ extension CacheStore {
             return
         }
         addToLiveCounts(header)
+    }
+
+    /// Where the head was: after the newest record written at the head (`newest`), and after the
+    /// records that follow it in the ring with higher sequence numbers, which were written at the
+    /// head after it and have since been written over in place (flagged). Past the head lie
+    /// only records the tail had passed before it came round, which are older. After the scan,
+    /// every byte of the ring is a kept record, an island or padding.
+    private func headEnd(after newest: (sequence: UInt64, end: Int)) -> Int {
+        var head = newest.end
+        var position = newest.end
+        while position + RecordHeader.paddingSize <= ringEnd {
+            if let padding = RecordHeader.paddingLength(in: file, at: position, limit: ringEnd) {
+                position += padding
+                continue
+            }
+            guard let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
+                  header.sequence > newest.sequence, header.sequence < RecordHeader.recoverableSequenceLimit else { break }
+            position += header.totalSize
+            head = position
+        }
+        return head
     }
 
     /// Head after the newest record; tail at the first live entry after it in ring order, so
