@@ -249,7 +249,7 @@ struct ReplacingInPlaceTests {
         #expect(cache.stats.updates == 100_000 && cache.count == keys)
     }
 
-    @Test("readers of another process never miss a key, nor get a mixed value, while it is written over")
+    @Test("readers and listings of another process never miss a key, nor get a mixed value, while it is written over")
     func readersOfAnotherProcessDuringRewrites() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
@@ -264,10 +264,20 @@ struct ReplacingInPlaceTests {
             }
             try cache.set([1], forKey: "done")
         }
-        var missing = 0, wrong = 0, reads = 0
+        var missing = 0, wrong = 0, reads = 0, listings = 0, incompleteListings = 0
         var generator = SplitMix(seed: 4)
         let deadline = Date().addingTimeInterval(120)
         while !cache.contains("done") && Date() < deadline {
+            if reads % 64 == 0 {
+                // A listing meets records being written over too: each is read again from its slot.
+                var listed = Set<String>()
+                try cache.forEachEntry { key, _ in
+                    listed.insert(String(decoding: key, as: UTF8.self))
+                    return true
+                }
+                listings += 1
+                if !(0..<keys).allSatisfy({ listed.contains(Self.key($0)) }) { incompleteListings += 1 }
+            }
             let index = Int(generator.next() % UInt64(keys))
             let got = reads % 2 == 0
                 ? try cache.bytes(forKey: Self.key(index))
@@ -278,9 +288,10 @@ struct ReplacingInPlaceTests {
             if got != Self.value(index, version: version, length: 300) { wrong += 1 }
         }
         _ = await writer
-        #expect(reads > 1_000)
+        #expect(reads > 1_000 && listings > 10)
         #expect(missing == 0)
         #expect(wrong == 0)
+        #expect(incompleteListings == 0)
         // Written over, but for the few a read of this process was lending at that moment.
         #expect(cache.stats.updates == 50_000)
         #expect(cache.store.state.head - head < 25_000 * 352)

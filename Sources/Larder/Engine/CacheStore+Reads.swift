@@ -343,22 +343,36 @@ extension CacheStore {
         defer { key.deallocate() }
         for table in [active] + (draining.map { [$0] } ?? []) {
             for index in 0..<table.slotCount {
-                let slot = table[index]
-                let offset = HashTable.offset(of: slot)
-                guard HashTable.isEntry(slot), let header = entryHeader(at: offset), !header.isExpired(now: now) else { continue }
-                key.copyMemory(from: keyBytes(at: offset, header: header))
-                // A record replaced while its key was copied is skipped: its successor has a slot too.
-                let found = FoundEntry(offset: offset, header: header, inDraining: false, slotIndex: index)
-                guard isUnchanged(found, in: currentView) else { continue }
-                do {
-                    if try !body(UnsafeRawBufferPointer(rebasing: key[0..<header.keyLength]), header) { return .success(()) }
-                } catch {
-                    return .failure(error)
+                // A record that a writer of another process changes meanwhile (writes over,
+                // replaces, relocates: the slot stays where it is) is read again from its slot,
+                // a few times, so that its key is listed.
+                var attempts = 0
+                while attempts < CacheStore.listingAttempts {
+                    attempts += 1
+                    if attempts > 4 { sched_yield() }
+                    let slot = table[index]
+                    guard HashTable.isEntry(slot) else { break }
+                    let offset = HashTable.offset(of: slot)
+                    guard let header = entryHeader(at: offset) else { continue }
+                    if header.isExpired(now: now) { break }
+                    key.copyMemory(from: keyBytes(at: offset, header: header))
+                    let found = FoundEntry(offset: offset, header: header, inDraining: false, slotIndex: index)
+                    guard isUnchanged(found, in: currentView) else { continue }
+                    do {
+                        if try !body(UnsafeRawBufferPointer(rebasing: key[0..<header.keyLength]), header) { return .success(()) }
+                    } catch {
+                        return .failure(error)
+                    }
+                    break
                 }
             }
         }
         return .success(())
     }
+
+    /// How many times a listing reads a slot whose record keeps changing (or is not a live
+    /// entry: a damaged index) before it passes on.
+    static let listingAttempts = 16
 
     /// Reader: the persistent counters plus this process's unfolded hits and misses.
     func counter(_ counter: SharedState.Counter) -> UInt64 {
