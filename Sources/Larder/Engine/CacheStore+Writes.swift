@@ -107,11 +107,12 @@ extension CacheStore {
         let isFromThisMap: Bool
     }
 
-    /// Writes `entry` as a live record at `offset`, in at most `reserved` bytes (LZ4's bound
-    /// when compressing), and returns its header. The key is copied there first unless it is
-    /// there already (`keyInPlace`). A record placed `inSpan` (not at the head) is flagged so. `room` gives the room the record of a given size stands in:
-    /// the rest of it becomes padding before the header is written, so that the ring walks from
-    /// the record to what followed the room.
+    /// Writes `entry` as a live record at `offset`, in at most `reserved` bytes (what was set
+    /// aside for it: LZ4's bound when compressing, or the room it takes), and returns its header.
+    /// The key is copied there first unless it is there already (`keyInPlace`). A record placed
+    /// `inSpan` (not at the head) is flagged so. `room` gives the room the record of a given size
+    /// stands in: the rest of it becomes padding before the header is written, so that the ring
+    /// walks from the record to what followed the room.
     @inline(__always)
     private func writeEntry(_ entry: NewEntry, at offset: Int, within reserved: Int, keyInPlace: Bool = false,
                             inSpan: Bool, visited: Bool = false,
