@@ -92,6 +92,34 @@ struct ReplacingInPlaceTests {
         #expect(try recovered.bytes(forKey: Self.key(500)) == Self.value(500, version: 500, length: 100))
     }
 
+    @Test("after a crash, recovery finds the head across the ring's end when the records written there since were written over")
+    func recoveryFindsTheHeadAcrossTheEnd() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 1 << 20)
+        var next = 0
+        var last = cache.store.state.head
+        // Until the head has come round to the ring's start, and three more.
+        while cache.store.state.head >= last {
+            last = cache.store.state.head
+            try cache.set(Self.value(next, version: 0, length: 200), forKey: Self.key(next))
+            next += 1
+        }
+        for _ in 0..<3 {
+            try cache.set(Self.value(next, version: 0, length: 200), forKey: Self.key(next))
+            next += 1
+        }
+        for index in next - 4..<next {
+            try cache.set(Self.value(index, version: 1, length: 200), forKey: Self.key(index))
+        }
+        let head = cache.store.state.head, tail = cache.store.state.tail
+        let copy = directory.path("crashed.larder")
+        try FileManager.default.copyItem(atPath: directory.path(), toPath: copy)
+        let recovered = try Cache(path: copy)
+        #expect(recovered.wasRecovered)
+        #expect(recovered.store.state.head == head)
+        #expect(recovered.store.state.tail == tail)
+    }
+
     @Test("at the capacity, an entry written over counts as used: the tail keeps it and evicts the unused ones after it")
     func aRewriteIsAUse() throws {
         let directory = TemporaryDirectory()

@@ -353,11 +353,17 @@ extension CacheStore {
                     let slot = table[index]
                     guard HashTable.isEntry(slot) else { break }
                     let offset = HashTable.offset(of: slot)
-                    guard let header = entryHeader(at: offset) else { continue }
+                    guard let header = entryHeader(at: offset) else {
+                        if viewIsCurrent { continue } else { break }
+                    }
                     if header.isExpired(now: now) { break }
                     key.copyMemory(from: keyBytes(at: offset, header: header))
                     let found = FoundEntry(offset: offset, header: header, inDraining: false, slotIndex: index)
-                    guard isUnchanged(found, in: currentView) else { continue }
+                    // Once another process has changed the meta page, no re-check passes again
+                    // (the view is this listing's): looking again would only wait.
+                    guard isUnchanged(found, in: currentView) else {
+                        if viewIsCurrent { continue } else { break }
+                    }
                     do {
                         if try !body(UnsafeRawBufferPointer(rebasing: key[0..<header.keyLength]), header) { return .success(()) }
                     } catch {

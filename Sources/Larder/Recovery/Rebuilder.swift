@@ -131,22 +131,34 @@ extension CacheStore {
     }
 
     /// Where the head was: after the newest record written at the head (`newest`), and after the
-    /// records that follow it in the ring with higher sequence numbers, which were written at the
-    /// head after it and have since been written over in place (flagged). Past the head lie
-    /// only records the tail had passed before it came round, which are older. After the scan,
-    /// every byte of the ring is a kept record, an island or padding.
+    /// records that follow it in ring order (padding aside, and round the ring's end once) with
+    /// higher sequence numbers: written at the head after it and since written over in place
+    /// (flagged). Past the head lie the records the tail passed before the head came round,
+    /// which are older; in a full ring, the oldest of the span, which the walk passes only if
+    /// they were written over since, and then as young as they are. After the scan, every byte of
+    /// the ring is a kept record, an island or padding.
     private func headEnd(after newest: (sequence: UInt64, end: Int)) -> Int {
         var head = newest.end
         var position = newest.end
-        while position + RecordHeader.paddingSize <= ringEnd {
-            if let padding = RecordHeader.paddingLength(in: file, at: position, limit: ringEnd) {
-                position += padding
+        var walked = 0
+        while walked < ringEnd - ringStart {
+            if position + RecordHeader.paddingSize > ringEnd {
+                walked += ringEnd - position
+                position = ringStart
                 continue
             }
-            guard let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
-                  header.sequence > newest.sequence, header.sequence < RecordHeader.recoverableSequenceLimit else { break }
-            position += header.totalSize
-            head = position
+            let step: Int
+            if let padding = RecordHeader.paddingLength(in: file, at: position, limit: ringEnd) {
+                step = padding
+            } else if let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
+                      header.sequence > newest.sequence, header.sequence < RecordHeader.recoverableSequenceLimit {
+                step = header.totalSize
+                head = position + step
+            } else {
+                break
+            }
+            position += step
+            walked += step
         }
         return head
     }
