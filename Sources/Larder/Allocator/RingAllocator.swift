@@ -341,6 +341,17 @@ struct RingLayout {
         reclaimSlack = Self.fixedSlack(ringBytes: capacity - ringStart)
     }
 
+    /// Whether `[start, end)` shares a byte with a live index segment: in a sound file no record
+    /// does, but a damaged or hostile one may say otherwise.
+    @inline(__always)
+    func overlapsIsland(_ start: Int, _ end: Int) -> Bool {
+        func overlaps(_ island: (start: Int, end: Int)?) -> Bool {
+            guard let island else { return false }
+            return island.start < end && start < island.end
+        }
+        return overlaps(activeIsland) || overlaps(drainingIsland)
+    }
+
     /// The fixed part of the free bytes kept in front of the head in a ring of `ringBytes`.
     static func fixedSlack(ringBytes: Int) -> Int {
         min(ringBytes / 16, 256 << 10) & ~(FileLayout.recordAlignment - 1)

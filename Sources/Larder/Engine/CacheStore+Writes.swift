@@ -184,11 +184,13 @@ extension CacheStore {
         guard size < FreeList.minimumRecordSize, old.header.totalSize < FreeList.minimumRecordSize, rewritesInPlace,
               !entry.isFromThisMap else { return nil }
         let recordSize = old.header.totalSize
-        if size == recordSize { return (old.offset, recordSize) }
         // A shorter record takes the padding too, so that the rest of the room becomes one
         // padding record, whole again for a longer value later.
-        let room = roomSize(at: old.offset, recordSize: recordSize, largestPadding: .max) ?? recordSize
-        return size <= room ? (old.offset, room) : nil
+        let room = size == recordSize ? recordSize
+            : roomSize(at: old.offset, recordSize: recordSize, largestPadding: .max) ?? recordSize
+        // Never over an index segment, whatever a damaged file's headers say.
+        guard size <= room, !layout.overlapsIsland(old.offset, old.offset + room) else { return nil }
+        return (old.offset, room)
     }
 
     /// Writes `entry` in `room`, that of `old`, the live entry of the same key (FORMAT.md 6.9): old
