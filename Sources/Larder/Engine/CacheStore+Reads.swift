@@ -345,16 +345,18 @@ extension CacheStore {
             for index in 0..<table.slotCount {
                 // A record that a writer of another process changes meanwhile (writes over,
                 // replaces, relocates: the slot stays where it is) is read again from its slot,
-                // a few times, so that its key is listed.
-                var attempts = 0
-                while attempts < CacheStore.listingAttempts {
-                    attempts += 1
-                    if attempts > 4 { sched_yield() }
+                // with the patience of a point read, so that its key is listed.
+                var retry = Retry()
+                while true {
                     let slot = table[index]
                     guard HashTable.isEntry(slot) else { break }
                     let offset = HashTable.offset(of: slot)
+                    let epoch = state.indexEpoch
                     guard let header = entryHeader(at: offset) else {
-                        if viewIsCurrent { continue } else { break }
+                        // Dead or half written while a writer changes it (the epoch was odd or
+                        // has moved); otherwise a damaged index, passed at once.
+                        if !indexStayedSettled(since: epoch), viewIsCurrent, retry.wait() { continue }
+                        break
                     }
                     if header.isExpired(now: now) { break }
                     key.copyMemory(from: keyBytes(at: offset, header: header))
@@ -362,7 +364,8 @@ extension CacheStore {
                     // Once another process has changed the meta page, no re-check passes again
                     // (the view is this listing's): looking again would only wait.
                     guard isUnchanged(found, in: currentView) else {
-                        if viewIsCurrent { continue } else { break }
+                        if viewIsCurrent, retry.wait() { continue }
+                        break
                     }
                     do {
                         if try !body(UnsafeRawBufferPointer(rebasing: key[0..<header.keyLength]), header) { return .success(()) }
@@ -376,9 +379,6 @@ extension CacheStore {
         return .success(())
     }
 
-    /// How many times a listing reads a slot whose record keeps changing (or is not a live
-    /// entry: a damaged index) before it passes on.
-    static let listingAttempts = 16
 
     /// Reader: the persistent counters plus this process's unfolded hits and misses.
     func counter(_ counter: SharedState.Counter) -> UInt64 {
