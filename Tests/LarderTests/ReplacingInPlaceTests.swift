@@ -10,13 +10,6 @@ struct ReplacingInPlaceTests {
     /// Keys of one length, so that records of one value length have one size.
     private static func key(_ index: Int) -> String { String(format: "k%06d", index) }
 
-    /// A value of `length` bytes that names its key and version.
-    private static func value(_ index: Int, version: Int, length: Int) -> [UInt8] {
-        var bytes = pattern(index &* 7_919 &+ version, count: length)
-        withUnsafeBytes(of: (UInt32(index), UInt32(version))) { bytes.replaceSubrange(0..<8, with: $0) }
-        return bytes
-    }
-
     @Test("values replaced by ones that fit are written over them: the ring, the file and the counts stay as they were")
     func replacementsThatFitDoNotMoveTheRing() throws {
         let directory = TemporaryDirectory()
@@ -24,7 +17,7 @@ struct ReplacingInPlaceTests {
         let keys = 1_000
         var model: [Int: [UInt8]] = [:]
         for index in 0..<keys {
-            model[index] = Self.value(index, version: 0, length: 100)
+            model[index] = versionedBytes(key: index, version: 0, length: 100)
             try cache.set(model[index]!, forKey: Self.key(index))
         }
         let head = cache.store.state.head, span = cache.store.state.spanBytes
@@ -35,7 +28,7 @@ struct ReplacingInPlaceTests {
         for step in 1...30_000 {
             let index = Int(generator.next() % UInt64(keys))
             let length = step < 10_000 ? 100 : 36 + Int(generator.next() % 65)
-            model[index] = Self.value(index, version: step, length: length)
+            model[index] = versionedBytes(key: index, version: step, length: length)
             try cache.set(model[index]!, forKey: Self.key(index))
         }
         #expect(cache.store.state.head == head)
@@ -50,7 +43,7 @@ struct ReplacingInPlaceTests {
         for (index, value) in model { #expect(try cache.bytes(forKey: Self.key(index)) == value) }
 
         // A value longer than its room goes to the head, as before.
-        let longer = Self.value(0, version: 99_999, length: 200)
+        let longer = versionedBytes(key: 0, version: 99_999, length: 200)
         try cache.set(longer, forKey: Self.key(0))
         model[0] = longer
         #expect(cache.store.state.head > head)
@@ -71,13 +64,13 @@ struct ReplacingInPlaceTests {
     func recoveryFindsTheHead() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 256 << 20)
-        for index in 0..<1_000 { try cache.set(Self.value(index, version: 0, length: 100), forKey: Self.key(index)) }
+        for index in 0..<1_000 { try cache.set(versionedBytes(key: index, version: 0, length: 100), forKey: Self.key(index)) }
         // In the middle of the span, and the last ones written at the head.
         for step in 1...500 {
-            try cache.set(Self.value(step % 1_000, version: step, length: 100), forKey: Self.key(step % 1_000))
+            try cache.set(versionedBytes(key: step % 1_000, version: step, length: 100), forKey: Self.key(step % 1_000))
         }
         for index in 990..<1_000 {
-            try cache.set(Self.value(index, version: 1, length: 100), forKey: Self.key(index))
+            try cache.set(versionedBytes(key: index, version: 1, length: 100), forKey: Self.key(index))
         }
         let head = cache.store.state.head
         let copy = directory.path("crashed.larder")
@@ -88,8 +81,8 @@ struct ReplacingInPlaceTests {
         #expect(recovered.stats.relocations == 0)
         // Numbered on from the newest of all, the ones written over others among them.
         #expect(recovered.store.state.nextSequence == cache.store.state.nextSequence)
-        try recovered.set(Self.value(5_000, version: 0, length: 100), forKey: Self.key(5_000))
-        #expect(try recovered.bytes(forKey: Self.key(500)) == Self.value(500, version: 500, length: 100))
+        try recovered.set(versionedBytes(key: 5_000, version: 0, length: 100), forKey: Self.key(5_000))
+        #expect(try recovered.bytes(forKey: Self.key(500)) == versionedBytes(key: 500, version: 500, length: 100))
     }
 
     @Test("after a crash, recovery finds the head across the ring's end when the records written there since were written over")
@@ -101,15 +94,15 @@ struct ReplacingInPlaceTests {
         // Until the head has come round to the ring's start, and three more.
         while cache.store.state.head >= last {
             last = cache.store.state.head
-            try cache.set(Self.value(next, version: 0, length: 200), forKey: Self.key(next))
+            try cache.set(versionedBytes(key: next, version: 0, length: 200), forKey: Self.key(next))
             next += 1
         }
         for _ in 0..<3 {
-            try cache.set(Self.value(next, version: 0, length: 200), forKey: Self.key(next))
+            try cache.set(versionedBytes(key: next, version: 0, length: 200), forKey: Self.key(next))
             next += 1
         }
         for index in next - 4..<next {
-            try cache.set(Self.value(index, version: 1, length: 200), forKey: Self.key(index))
+            try cache.set(versionedBytes(key: index, version: 1, length: 200), forKey: Self.key(index))
         }
         let head = cache.store.state.head, tail = cache.store.state.tail
         let copy = directory.path("crashed.larder")
@@ -127,16 +120,16 @@ struct ReplacingInPlaceTests {
         // Written in order until the ring is full: the oldest are evicted first, none was read.
         var next = 0
         while cache.stats.evictions < 100 {
-            try cache.set(Self.value(next, version: 0, length: 200), forKey: Self.key(next))
+            try cache.set(versionedBytes(key: next, version: 0, length: 200), forKey: Self.key(next))
             next += 1
         }
         var oldest = 0
         while !cache.contains(Self.key(oldest)) { oldest += 1 }
-        let rewritten = Self.value(oldest, version: 1, length: 200)
+        let rewritten = versionedBytes(key: oldest, version: 1, length: 200)
         try cache.set(rewritten, forKey: Self.key(oldest))
         // New keys until the ten written after the oldest are gone.
         while (oldest + 1...oldest + 10).contains(where: { cache.contains(Self.key($0)) }) {
-            try cache.set(Self.value(next, version: 0, length: 200), forKey: Self.key(next))
+            try cache.set(versionedBytes(key: next, version: 0, length: 200), forKey: Self.key(next))
             next += 1
         }
         #expect(try cache.bytes(forKey: Self.key(oldest)) == rewritten)
@@ -154,9 +147,9 @@ struct ReplacingInPlaceTests {
         let directory = TemporaryDirectory()
         let lender = try Cache(at: directory.path(), capacity: 16 << 20)
         let writer = try Cache(at: directory.path())
-        let old = Self.value(1, version: 0, length: 100), new = Self.value(1, version: 1, length: 100)
+        let old = versionedBytes(key: 1, version: 0, length: 100), new = versionedBytes(key: 1, version: 1, length: 100)
         try writer.set(old, forKey: Self.key(1))
-        try writer.set(Self.value(2, version: 0, length: 100), forKey: Self.key(2))
+        try writer.set(versionedBytes(key: 2, version: 0, length: 100), forKey: Self.key(2))
         let head = writer.store.state.head
         let lentAfterTheWrite = try lender.withValue(forKey: Self.key(1)) { lent in
             try writer.set(new, forKey: Self.key(1))
@@ -170,7 +163,7 @@ struct ReplacingInPlaceTests {
         #expect(writer.stats.liveBytes == 200)
         // Once the loan is over, the next value of the same size is written over the new one.
         let head2 = writer.store.state.head
-        try writer.set(Self.value(1, version: 2, length: 100), forKey: Self.key(1))
+        try writer.set(versionedBytes(key: 1, version: 2, length: 100), forKey: Self.key(1))
         #expect(writer.store.state.head == head2)
         try writer.close()
         try lender.close()
@@ -186,13 +179,13 @@ struct ReplacingInPlaceTests {
             guard limitFileSize(to: 2 << 20) else { exit(4) }
             let cache = try Cache(path: path, options: .init(capacity: .megabytes(64)))
             let lender = try Cache(path: path)
-            let old = Self.value(1, version: 0, length: 200)
+            let old = versionedBytes(key: 1, version: 0, length: 200)
             try cache.set(old, forKey: Self.key(1))
             // Fills the file up to what the disk takes.
             var index = 2
             do {
                 while true {
-                    try cache.set(Self.value(index, version: 0, length: 200), forKey: Self.key(index))
+                    try cache.set(versionedBytes(key: index, version: 0, length: 200), forKey: Self.key(index))
                     index += 1
                 }
             } catch let error as LarderError {
@@ -202,7 +195,7 @@ struct ReplacingInPlaceTests {
             var refused: LarderError.Code?
             _ = try lender.withValue(forKey: Self.key(1)) { _ in
                 do {
-                    try cache.set(Self.value(1, version: 1, length: 200), forKey: Self.key(1))
+                    try cache.set(versionedBytes(key: 1, version: 1, length: 200), forKey: Self.key(1))
                 } catch let error as LarderError {
                     refused = error.code
                 } catch {}
@@ -210,8 +203,8 @@ struct ReplacingInPlaceTests {
             guard refused == .full else { exit(6) }
             guard try cache.bytes(forKey: Self.key(1)) == old, cache.count == count else { exit(7) }
             // Once the loan is over, the value is written over the old one: no room needed.
-            try cache.set(Self.value(1, version: 2, length: 200), forKey: Self.key(1))
-            guard try cache.bytes(forKey: Self.key(1)) == Self.value(1, version: 2, length: 200) else { exit(8) }
+            try cache.set(versionedBytes(key: 1, version: 2, length: 200), forKey: Self.key(1))
+            guard try cache.bytes(forKey: Self.key(1)) == versionedBytes(key: 1, version: 2, length: 200) else { exit(8) }
         }
     }
 
@@ -241,7 +234,7 @@ struct ReplacingInPlaceTests {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 16 << 20)
         let keys = 8
-        for index in 0..<keys { try cache.set(Self.value(index, version: 0, length: 300), forKey: Self.key(index)) }
+        for index in 0..<keys { try cache.set(versionedBytes(key: index, version: 0, length: 300), forKey: Self.key(index)) }
         let done = AtomicWord()
         let missing = LockedCounter(), wrong = LockedCounter(), failures = LockedCounter(), reads = LockedCounter()
         runOnThreads(3) { thread in
@@ -250,7 +243,7 @@ struct ReplacingInPlaceTests {
                 for step in 1...100_000 {
                     let index = Int(generator.next() % UInt64(keys))
                     do {
-                        try cache.set(Self.value(index, version: step, length: 300), forKey: Self.key(index))
+                        try cache.set(versionedBytes(key: index, version: step, length: 300), forKey: Self.key(index))
                     } catch { failures.increment() }
                 }
                 done.store(1)
@@ -266,7 +259,7 @@ struct ReplacingInPlaceTests {
                     reads.increment()
                     guard let got else { missing.increment(); continue }
                     let version = got.withUnsafeBytes { Int($0.load(fromByteOffset: 4, as: UInt32.self)) }
-                    if got != Self.value(index, version: version, length: 300) { wrong.increment() }
+                    if got != versionedBytes(key: index, version: version, length: 300) { wrong.increment() }
                 } catch { failures.increment() }
             }
         }
@@ -283,7 +276,7 @@ struct ReplacingInPlaceTests {
         let path = directory.path()
         let cache = try Cache(path: path, options: .init(capacity: .megabytes(16)))
         let keys = 8
-        for index in 0..<keys { try cache.set(Self.value(index, version: 0, length: 300), forKey: Self.key(index)) }
+        for index in 0..<keys { try cache.set(versionedBytes(key: index, version: 0, length: 300), forKey: Self.key(index)) }
         let head = cache.store.state.head
         // The child writes the keys over until this process has read enough and says stop.
         async let writer = #expect(processExitsWith: .success) { [path = path as String] in
@@ -292,7 +285,7 @@ struct ReplacingInPlaceTests {
             var step = 0
             while step < 20_000_000 && !cache.contains("stop") {
                 step += 1
-                try cache.set(Self.value(step % 8, version: step, length: 300), forKey: Self.key(step % 8))
+                try cache.set(versionedBytes(key: step % 8, version: step, length: 300), forKey: Self.key(step % 8))
             }
         }
         let deadline = Date().addingTimeInterval(120)
@@ -322,7 +315,7 @@ struct ReplacingInPlaceTests {
             reads += 1
             guard let got else { missing += 1; continue }
             let version = got.withUnsafeBytes { Int($0.load(fromByteOffset: 4, as: UInt32.self)) }
-            if got != Self.value(index, version: version, length: 300) { wrong += 1 }
+            if got != versionedBytes(key: index, version: version, length: 300) { wrong += 1 }
         }
         try cache.set([1], forKey: "stop")
         _ = await writer

@@ -6,17 +6,10 @@ import Testing
 /// its file to the capacity first, and evicts nothing to do so.
 @Suite("Reusing room below the capacity")
 struct SpaceReuseTests {
-    /// A value of `length` bytes that names its key and version.
-    private static func value(key: Int, version: Int, length: Int) -> [UInt8] {
-        var bytes = pattern(key &* 1_000_003 &+ version, count: max(length, 8))
-        withUnsafeBytes(of: (UInt32(key), UInt32(version))) { bytes.replaceSubrange(0..<8, with: $0) }
-        return bytes
-    }
-
     /// Stores a value of `length` bytes for `key` (named `k<key>`), in the cache and in `model`.
     private static func set(_ key: Int, version: Int, length: Int, in cache: Cache,
                             model: inout [Int: [UInt8]]) throws {
-        let value = Self.value(key: key, version: version, length: length)
+        let value = versionedBytes(key: key, version: version, length: length)
         try cache.set(value, forKey: "k\(key)")
         model[key] = value
     }

@@ -32,6 +32,14 @@ func pattern(_ seed: Int, count: Int) -> [UInt8] {
     }
 }
 
+/// A value of `length` bytes (at least 8) that names its key and version in its first 8 bytes,
+/// so that a test can tell which version of which key it read back.
+func versionedBytes(key: Int, version: Int, length: Int) -> [UInt8] {
+    var bytes = pattern(key &* 1_000_003 &+ version, count: max(length, 8))
+    withUnsafeBytes(of: (UInt32(key), UInt32(version))) { bytes.replaceSubrange(0..<8, with: $0) }
+    return bytes
+}
+
 extension Cache {
     /// Opens with a capacity in bytes and an optional page size: the common case in tests.
     convenience init(at path: String, capacity: Int? = nil, pageSize: Int = 4096,

@@ -41,18 +41,13 @@ extension CacheStore {
         file.bytes(at: offset + RecordHeader.size, count: header.keyLength)
     }
 
-    /// Points the slot holding exactly `old` at `new` (same tag, new place). Returns whether
-    /// there was one.
-    @discardableResult
-    func repointIndex(from old: UInt64, to new: UInt64) -> Bool {
+    /// Points the slot holding exactly `old` at `new` (same tag, new place).
+    func repointIndex(from old: UInt64, to new: UInt64) {
         if let index = active.find(exactly: old) {
             active[index] = new
         } else if let table = draining, let index = table.find(exactly: old) {
             table[index] = new
-        } else {
-            return false
         }
-        return true
     }
 
     /// Removes the slot holding exactly `slot`. Returns whether there was one.
