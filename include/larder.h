@@ -89,7 +89,7 @@ int larder_open(const char *path, const larder_options *opts, larder **out);
 
 /* Flushes, marks the file cleanly closed and frees the handle. NULL is a no-op. The handle must
  * not be used afterwards, nor concurrently with this call. Called from inside a larder_foreach
- * callback of any handle on the same file, it does nothing and the handle stays open (see
+ * callback of this same handle, it does nothing and the handle stays open (see
  * larder_last_error_message()): close it after larder_foreach returns. */
 void larder_close(larder *db);
 
@@ -152,11 +152,13 @@ struct larder_stats {
  *     larder_stats(db, &st); */
 int larder_stats(larder *db, struct larder_stats *out);
 
-/* Calls fn for every live entry, in no particular order, with its key and value length. fn
- * returns 0 to go on; any other value stops the walk and is returned. fn must not change, sync
- * or close the cache, through this handle or another on the same file (it would get
- * LARDER_INVALID_ARGUMENT). fn may read it; a read that finds the file changed by another
- * process meanwhile returns LARDER_BUSY (and works after the walk). */
+/* Calls fn for every live entry, in no particular order, with its key and value length (the key
+ * is valid during the call only). fn returns 0 to go on; any other value stops the walk and is
+ * returned. The walk takes a few entries at a time and holds no lock while fn runs: fn may read,
+ * put, delete and sync (deleting what it is given is the usual reason to walk), and other threads
+ * and processes write meanwhile. An entry that stays in the cache from the walk's start to its
+ * end is passed to fn exactly once; one written or deleted meanwhile may or may not be. fn must
+ * not close this handle (larder_close then does nothing, see larder_close). */
 typedef int (*larder_foreach_fn)(void *ctx, const void *key, size_t key_len, size_t value_len);
 int larder_foreach(larder *db, larder_foreach_fn fn, void *ctx);
 

@@ -182,68 +182,22 @@ struct BasicOperationsTests {
         try cache.set([3], forKey: "b")
     }
 
-    private func errorCode(_ body: () throws -> Void) -> LarderError.Code? {
-        do {
-            try body()
-            return nil
-        } catch {
-            return (error as? LarderError)?.code
-        }
-    }
-
-    /// Borrows nest, across caches and across handles of one file: a write or sync to any file
-    /// this thread is borrowing from is an error, never a wait for the read lock it holds itself
-    /// (each of these hung before: a second handle on the file, a sync, a borrow of another cache
-    /// in between).
-    @Test(.timeLimit(.minutes(1))) func writesInsideNestedBorrowsAreErrorsNotDeadlocks() throws {
-        let directory = TemporaryDirectory()
-        let a = try Cache(path: directory.path("a.larder")), b = try Cache(path: directory.path("b.larder"))
-        let sameFileAsA = try Cache(path: directory.path("a.larder"))
-        try a.set([1], forKey: "a")
-        try b.set([2], forKey: "b")
-        var codes: [String: LarderError.Code?] = [:]
-        try a.forEachEntry { _, _ in
-            codes["a.set, a enumerating"] = errorCode { try a.set([3], forKey: "x") }
-            codes["other handle on a's file"] = errorCode { try sameFileAsA.set([3], forKey: "x") }
-            codes["a.sync"] = errorCode { try a.sync() }
-            _ = try b.withValue(forKey: "b") { _ in
-                codes["b.set inside b.withValue"] = errorCode { try b.set([3], forKey: "x") }
-                codes["a.set inside b.withValue"] = errorCode { try a.set([3], forKey: "x") }
-            }
-            codes["b.set after b.withValue"] = errorCode { try b.set([4], forKey: "y") }
-            codes["a.set after b.withValue"] = errorCode { try a.set([4], forKey: "y") }
-            return false
-        }
-        #expect(codes == [
-            "a.set, a enumerating": .invalidArgument, "other handle on a's file": .invalidArgument,
-            "a.sync": .invalidArgument, "b.set inside b.withValue": .invalidArgument,
-            "a.set inside b.withValue": .invalidArgument, "b.set after b.withValue": nil,
-            "a.set after b.withValue": .invalidArgument,
-        ])
-        try a.set([5], forKey: "z")
-        try sameFileAsA.sync()
-        #expect(try b.bytes(forKey: "y") == [4])
-    }
-
-    /// A read inside `forEachEntry` after another process changed the file's meta page cannot
-    /// take up the change (that needs the exclusive lock this thread's enumeration keeps out): it
-    /// is `.busy`, not a wait for itself; after the enumeration the same read works.
-    @Test(.timeLimit(.minutes(1))) func aReadInsideAnEnumerationThatCannotRefreshIsBusyNotADeadlock() throws {
+    /// A read inside `forEachEntry` after another process changed the file's meta page takes up
+    /// the change: the listing holds no lock while its closure runs (it used to hold the read
+    /// lock, and such a read was `.busy`).
+    @Test(.timeLimit(.minutes(1))) func aReadInsideAListingTakesUpAnotherProcessesChange() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
         try cache.set([1], forKey: "a")
-        var codes: [LarderError.Code?] = []
+        var values: [Data?] = []
         try cache.forEachEntry { _, _ in
             // What a writer of another process does to the shared state when it writes a meta copy.
             cache.store.state.changeCounter &+= 1
-            codes.append(errorCode { _ = try cache.data(forKey: "a") })
-            codes.append(errorCode { _ = try cache.containsValue(forKey: "a") })
-            // Statistics, which read under the lock, answer too (without the other's change).
-            _ = cache.stats
+            values.append(try cache.data(forKey: "a"))
+            #expect(try cache.containsValue(forKey: "a"))
             return false
         }
-        #expect(codes == [.busy, .busy])
-        #expect(try cache.data(forKey: "a") == Data([1]))
+        #expect(values == [Data([1])])
     }
 
     /// The mark is the borrowing thread's own: another thread writes as usual meanwhile.
@@ -255,7 +209,7 @@ struct BasicOperationsTests {
             let done = DispatchSemaphore(value: 0)
             nonisolated(unsafe) var code: LarderError.Code? = .closed
             Thread {
-                code = self.errorCode { try cache.set([2], forKey: "t") }
+                code = errorCode { try cache.set([2], forKey: "t") }
                 done.signal()
             }.start()
             done.wait()

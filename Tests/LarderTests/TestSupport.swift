@@ -75,3 +75,13 @@ func limitFileSize(to bytes: Int) -> Bool {
     #endif
     return setrlimit(resource, &limit) == 0
 }
+
+/// The code of the `LarderError` that `body` throws, or nil when it throws nothing.
+func errorCode(_ body: () throws -> Void) -> LarderError.Code? {
+    do {
+        try body()
+        return nil
+    } catch {
+        return (error as? LarderError)?.code
+    }
+}

@@ -24,15 +24,12 @@ extension Cache {
     /// The corresponding C function is `larder_foreach`.
     public func keys(withPrefix prefix: some CacheKey) throws(LarderError) -> [Data] {
         let prefix = prefix.withCacheKeyBytes { Data($0) }
-        return try readUnderLock { () throws(LarderError) in
-            var keys: [Data] = []
-            keys.reserveCapacity(store.state.entryCount)
-            _ = try store.forEachEntry { key, _ in
-                if key.starts(with: prefix) { keys.append(Data(key)) }
-                return true
-            }
-            return keys
+        var keys: [Data] = []
+        try listEntries { key, _ in
+            if key.starts(with: prefix) { keys.append(Data(key)) }
+            return true
         }
+        return keys
     }
 
     /// Calls `body` with the key and the value, decoded as `Value`, of every live entry whose

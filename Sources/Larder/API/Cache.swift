@@ -294,19 +294,34 @@ public final class Cache: @unchecked Sendable {
 
     /// Calls `body` with the key and the value's length (as callers see it) of every live entry,
     /// in no particular order, until `body` returns false. The key bytes are valid only during
-    /// the call. Writing to, syncing or closing this cache, through any `Cache` on its file, from
-    /// inside `body` throws `.invalidArgument`. Reads inside `body` work, but one that finds the
-    /// file changed by another process meanwhile throws `.busy` (taking up the change would wait
-    /// for this enumeration); it succeeds after the enumeration.
+    /// the call.
+    ///
+    /// The listing takes a few entries at a time and holds no lock while `body` runs, so `body`
+    /// may read, write, remove and sync (removing the entries it is given is the usual reason to
+    /// list them), and writers of this and other processes go on meanwhile. An entry that stays
+    /// in the cache from the listing's start to its end is listed exactly once, whatever is
+    /// written, removed or moved meanwhile; one written or removed meanwhile may or may not be.
+    /// Closing this cache from inside `body` throws `.invalidArgument`.
     ///
     /// The corresponding C function is `larder_foreach`.
     public func forEachEntry(_ body: (_ key: UnsafeRawBufferPointer, _ valueLength: Int) throws -> Bool) throws {
-        let outcome = try readUnderLock { () throws(LarderError) in
-            try BorrowMarker.borrowing(store) { () throws(LarderError) in
-                try store.forEachEntry { key, header in try body(key, header.rawLength) }
+        var failure: (any Error)?
+        try listEntries { key, valueLength in
+            do { return try body(key, valueLength) } catch { failure = error }
+            return false
+        }
+        if let failure { throw failure }
+    }
+
+    /// `forEachEntry` for a `body` that cannot throw.
+    func listEntries(_ body: (_ key: UnsafeRawBufferPointer, _ valueLength: Int) -> Bool) throws(LarderError) {
+        try BorrowMarker.borrowing(mark: BorrowMarker.mark(of: self, for: .listing)) { () throws(LarderError) in
+            var listing = EntryListing()
+            while !listing.isFinished {
+                try readUnderLock { () throws(LarderError) in try store.listNextEntries(&listing) }
+                if !listing.forEachListed(body) { return }
             }
         }
-        try outcome.get()
     }
 
     /// Whether a live, unexpired value exists for `key`; unlike `contains(_:)`, a closed cache or
@@ -368,9 +383,6 @@ public final class Cache: @unchecked Sendable {
     ///
     /// The corresponding C function is `larder_sync`.
     public func sync() throws(LarderError) {
-        if BorrowMarker.isBorrowed(store) {
-            throw LarderError(.invalidArgument, "cannot sync the cache from inside forEachEntry on the same thread", path: path)
-        }
         try lock.withWriteLock { () throws(LarderError) in
             try checkOpen()
             try store.sync()
@@ -387,8 +399,8 @@ public final class Cache: @unchecked Sendable {
     /// The corresponding C function is `larder_close`.
     public func close() throws(LarderError) {
         // The bytes lent to this thread would lose their protection while it still uses them.
-        if isBorrowedByThisThread {
-            throw LarderError(.invalidArgument, "cannot close the cache from inside withValue(forKey:_:) or forEachEntry on the same thread", path: path)
+        if isBorrowedByThisThread || BorrowMarker.isBorrowed(BorrowMarker.mark(of: self, for: .listing)) {
+            throw LarderError(.invalidArgument, "cannot close the cache from inside its withValue(forKey:_:) or forEachEntry on the same thread", path: path)
         }
         let wasOpen = lock.withWriteLock {
             defer { closedWord.store(1) }
@@ -399,12 +411,10 @@ public final class Cache: @unchecked Sendable {
 
     // MARK: - Locking
 
-    /// Whether this thread is inside this cache's `withValue` (which takes no lock, but lends
-    /// bytes a write through this handle could be asked to overwrite), or inside `forEachEntry` of
-    /// any handle on its file (which holds the read lock every handle on the file shares, so
-    /// that a write or close through any of them would wait for this very thread).
+    /// Whether this thread is inside this cache's `withValue`, which takes no lock but lends bytes
+    /// a write through this handle could be asked to overwrite.
     private var isBorrowedByThisThread: Bool {
-        BorrowMarker.isBorrowed(self, or: store)
+        BorrowMarker.isBorrowed(BorrowMarker.mark(of: self))
     }
 
     private func checkOpen() throws(LarderError) {
@@ -424,7 +434,7 @@ public final class Cache: @unchecked Sendable {
     @inline(__always)
     private func beginWrite() throws(LarderError) {
         if isBorrowedByThisThread {
-            throw LarderError(.invalidArgument, "cannot change the cache from inside withValue(forKey:_:) or forEachEntry on the same thread", path: path)
+            throw LarderError(.invalidArgument, "cannot change the cache from inside its withValue(forKey:_:) on the same thread", path: path)
         }
         lock.lockExclusive()
         do throws(LarderError) {
@@ -485,14 +495,9 @@ public final class Cache: @unchecked Sendable {
         }
     }
 
-    /// Takes up what other processes changed; out of line, as it is rare. That takes the exclusive
-    /// in-process lock, which a thread inside `forEachEntry` on the file keeps out itself: it gets
-    /// `.busy` instead of waiting for itself (its read may be repeated after the enumeration).
+    /// Takes up what other processes changed; out of line, as it is rare.
     @inline(never)
     private func refreshView() throws(LarderError) {
-        if BorrowMarker.isBorrowed(store) {
-            throw LarderError(.busy, "another process changed the file during forEachEntry on this thread; read again after it", path: path)
-        }
         try lock.withWriteLock { () throws(LarderError) in
             try checkOpen()
             try store.refreshView()

@@ -333,53 +333,6 @@ extension CacheStore {
         }
     }
 
-    /// Reader: calls `body` with the key (a private copy) and header of every live, unexpired
-    /// entry, in index order, until it returns false.
-    func forEachEntry(_ body: (UnsafeRawBufferPointer, RecordHeader) throws -> Bool) throws(LarderError) -> Result<Void, any Error> {
-        try checkOpen()
-        let now = SystemCall.nowMilliseconds()
-        // Room for any key a record can hold (readers accept longer keys than writers write).
-        let key = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(UInt16.max), alignment: 16)
-        defer { key.deallocate() }
-        for table in [active] + (draining.map { [$0] } ?? []) {
-            for index in 0..<table.slotCount {
-                // A record that a writer of another process changes meanwhile (writes over,
-                // replaces, relocates: the slot stays where it is) is read again from its slot,
-                // with the patience of a point read, so that its key is listed.
-                var retry = Retry()
-                while true {
-                    let slot = table[index]
-                    guard HashTable.isEntry(slot) else { break }
-                    let offset = HashTable.offset(of: slot)
-                    let epoch = state.indexEpoch
-                    guard let header = entryHeader(at: offset) else {
-                        // Dead or half written while a writer changes it (the epoch was odd or
-                        // has moved); otherwise a damaged index, passed at once.
-                        if !indexStayedSettled(since: epoch), viewIsCurrent, retry.wait() { continue }
-                        break
-                    }
-                    if header.isExpired(now: now) { break }
-                    key.copyMemory(from: keyBytes(at: offset, header: header))
-                    let found = FoundEntry(offset: offset, header: header, inDraining: false, slotIndex: index)
-                    // Once another process has changed the meta page, no re-check passes again
-                    // (the view is this listing's): looking again would only wait.
-                    guard isUnchanged(found, in: currentView) else {
-                        if viewIsCurrent, retry.wait() { continue }
-                        break
-                    }
-                    do {
-                        if try !body(UnsafeRawBufferPointer(rebasing: key[0..<header.keyLength]), header) { return .success(()) }
-                    } catch {
-                        return .failure(error)
-                    }
-                    break
-                }
-            }
-        }
-        return .success(())
-    }
-
-
     /// Reader: the persistent counters plus this process's unfolded hits and misses.
     func counter(_ counter: SharedState.Counter) -> UInt64 {
         let base = isClosed ? 0 : state.counter(counter)

@@ -100,6 +100,25 @@ struct HashTable {
         return nil
     }
 
+    /// Appends to `found` every entry slot whose tag is in `tags`. Linear probing keeps an entry
+    /// between its home and the first empty slot after it, so the slots from the first tag's home
+    /// to the first empty slot past the last tag's home hold all of them. Looks at each slot at
+    /// most once.
+    func collectSlots(withTagsIn tags: Range<UInt32>, into found: inout [UInt64]) {
+        guard !tags.isEmpty else { return }
+        let lastHome = home(ofTag: tags.upperBound - 1)
+        var index = home(ofTag: tags.lowerBound)
+        for _ in 0..<slotCount {
+            let slot = self[index]
+            if slot == HashTable.empty {
+                if index > lastHome { return }
+            } else if HashTable.isEntry(slot), tags.contains(HashTable.tag(of: slot)) {
+                found.append(slot)
+            }
+            index &+= 1
+        }
+    }
+
     /// Puts `slot` in the first empty slot of its probe sequence, and returns that slot's index.
     /// Callers keep the load under `loadLimit`, so nil (no empty slot) means a damaged table: a
     /// hostile file's slots that the entry count does not account for.
