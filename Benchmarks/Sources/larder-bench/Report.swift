@@ -332,6 +332,7 @@ struct Report {
             ["clean open (median; fastest–slowest)", String(format: "%.2f ms", s.cleanOpenMilliseconds)
                 + (s.cleanOpenRange.map { String(format: " (%.2f–%.2f)", $0[0], $0[1]) } ?? "")],
             ["open after kill -9 (recovery)", String(format: "%.0f ms, %d entries back", s.recoveryMilliseconds, s.recoveredEntries)],
+        ] + (s.listEntriesPerSecond.map { [["listing every entry (`forEachEntry`, median)", Self.rate($0) + " entries/s"]] } ?? []) + [
             ["index bytes per entry", String(format: "%.1f", s.indexBytesPerEntry)],
             ["record bytes per entry beyond key and value", String(format: "%.1f", s.recordOverheadPerEntry)],
             ["file bytes per entry beyond key and value", String(format: "%.1f", s.fileOverheadPerEntry)],

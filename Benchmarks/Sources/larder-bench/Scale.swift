@@ -20,6 +20,9 @@ struct ScaleResult: Codable, Sendable {
     var cleanOpenRange: [Double]?
     var recoveryMilliseconds: Double
     var recoveredEntries: Int
+    /// `forEachEntry` over the whole file, key and value length of each entry (nil in results
+    /// from before it was measured).
+    var listEntriesPerSecond: Double?
     var problems: [String]
 }
 
@@ -68,6 +71,17 @@ enum Scale {
         }
         let stats = cache.stats
         if stats.evictions > 0 { problems.append("the fill evicted \(stats.evictions) entries") }
+        var listings: [Double] = []
+        for _ in 0..<max(reps, 3) {
+            var listed = 0
+            listings.append(try System.seconds {
+                try cache.forEachEntry { _, _ in
+                    listed += 1
+                    return true
+                }
+            })
+            if listed != stats.entryCount { problems.append("a listing found \(listed) entries") }
+        }
         try cache.close()
         let slots = try indexSlots(path: path)
         let live = max(stats.entryCount, 1)
@@ -102,7 +116,8 @@ enum Scale {
                            fileOverheadPerEntry: (Double(stats.fileBytes) - liveData) / Double(live),
                            cleanOpenMilliseconds: Stats.median(opens), cleanOpenRange: [opens.min()!, opens.max()!],
                            recoveryMilliseconds: Stats.median(recoveries),
-                           recoveredEntries: recovered, problems: problems)
+                           recoveredEntries: recovered,
+                           listEntriesPerSecond: Double(stats.entryCount) / Stats.median(listings), problems: problems)
     }
 
     /// The child that dies: opens the file for writing, writes a little, says "ready", waits to
