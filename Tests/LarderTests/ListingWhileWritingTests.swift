@@ -52,6 +52,53 @@ struct ListingWhileWritingTests {
         #expect(listed.values.allSatisfy { $0 == 1 })
     }
 
+    /// Between a step's reading of its slots and its checking of the records they name, a writer
+    /// of another process replaces an entry with a longer value (it moves to the head) and places
+    /// a new key in the room it left. The step finds there a live record of another key: the
+    /// entry's new slot is not among those it read, so it must read them again.
+    @Test(.serialized, arguments: [false, true])
+    func anEntryMovedAndItsRoomReusedDuringAStepIsListed(expired: Bool) throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path(), options: .init(capacity: .megabytes(64)))
+        let keys = (0..<100).map { "k\($0)" }
+        // Records of 4 KiB and more: their rooms are reused below the capacity (FORMAT.md 6.8).
+        for (index, key) in keys.enumerated() { try cache.set(pattern(index, count: 5000), forKey: key) }
+        let moved = "k7"
+        func place(of key: String) -> Int? {
+            key.withCacheKeyBytes { cache.store.lookup($0, hash: KeyHash($0))?.offset }
+        }
+        let movedFrom = try #require(place(of: moved))
+        var reused = false
+        EntryListing.afterReadingSlots = { store, slots in
+            guard store === cache.store, !reused, slots.contains(where: { HashTable.offset(of: $0) == movedFrom }) else { return }
+            reused = true
+            do {
+                try store.acquireWriterLock()
+                defer {
+                    store.publishView()
+                    store.releaseWriterLock()
+                }
+                try Array(moved.utf8).withUnsafeBytes { key in
+                    try pattern(1, count: 6000).withUnsafeBytes { try store.put(key: key, value: $0, compress: false, expiry: .never) }
+                }
+                // The newcomer may be expired: a record of another key is not the slot's
+                // entry, however it reads.
+                try Array("n7".utf8).withUnsafeBytes { key in
+                    try pattern(2, count: 5000).withUnsafeBytes {
+                        try store.put(key: key, value: $0, compress: false, expiry: expired ? .date(Date(timeIntervalSinceNow: -1)) : .never)
+                    }
+                }
+            } catch {
+                Issue.record(error)
+            }
+        }
+        defer { EntryListing.afterReadingSlots = nil }
+        let listed = try Self.tally(cache)
+        #expect(reused && place(of: "n7") == movedFrom)
+        #expect(Set(keys).subtracting(listed.keys).isEmpty)
+        #expect(listed.values.allSatisfy { $0 == 1 })
+    }
+
     /// Another process deletes half the keys, then adds ten times as many, which grows the file
     /// and the index (its meta page changes twice or more) while this process's listing waits
     /// inside its closure; the listing takes up the change and goes on.

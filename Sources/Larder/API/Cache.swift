@@ -318,7 +318,11 @@ public final class Cache: @unchecked Sendable {
         try BorrowMarker.borrowing(mark: BorrowMarker.mark(of: self, for: .listing)) { () throws(LarderError) in
             var listing = EntryListing()
             while !listing.isFinished {
-                try readUnderLock { () throws(LarderError) in try store.listNextEntries(&listing) }
+                guard try readUnderLock({ () throws(LarderError) in try store.listNextEntries(&listing) }) else {
+                    // A writer of another process was in the way: wait for it without the lock.
+                    listing.backOff()
+                    continue
+                }
                 if !listing.forEachListed(body) { return }
             }
         }

@@ -8,8 +8,8 @@ import Musl
 #endif
 
 /// Reads. Every method here is a reader: it runs concurrently with other readers and with the
-/// writers of every process. Point reads take no lock at all and work through a `ReadView`;
-/// `forEachEntry`, which walks the store's own tables, runs under the shared in-process lock.
+/// writers of every process. Point reads take no lock at all and work through a `ReadView`
+/// (listings, which take each step under the shared in-process lock, are in `EntryListing`).
 /// Nothing is written but access bits, pins and this process's hit and miss counters.
 extension CacheStore {
     @inline(__always)

@@ -130,8 +130,13 @@ struct SharedState {
             && liveRawBytes >= 0 && liveStoredBytes >= 0 && liveStoredBytes <= liveBytes
     }
 
-    /// Brackets a rearrangement of index slots (see `Field.indexEpoch`).
-    func beginIndexChange() { lrd_store_seq_cst_u64(page + Field.indexEpoch, indexEpoch | 1) }
+    /// Brackets a rearrangement of index slots (see `Field.indexEpoch`). An epoch that is odd
+    /// already was left so by a writer that died in its bracket, and readers may have stopped
+    /// waiting for that value: the bracket takes the next odd one, which they wait for again.
+    func beginIndexChange() {
+        let epoch = indexEpoch
+        lrd_store_seq_cst_u64(page + Field.indexEpoch, epoch & 1 == 0 ? epoch &+ 1 : epoch &+ 2)
+    }
     func endIndexChange() { lrd_store_release_u64(page + Field.indexEpoch, (indexEpoch | 1) &+ 1) }
 
     func counter(_ counter: Counter) -> UInt64 { word(counter.offset) }

@@ -9,13 +9,12 @@ import CLarderSupport
 /// positions would miss keys shifted past it and would have to end when the tables change; a walk
 /// over tags lists each key in the one step its tag falls in, whichever table holds it then. So
 /// an entry that stays live from the listing's start to its end is listed exactly once, and no
-/// key is listed twice (on an undamaged index); entries written or removed meanwhile may or may
-/// not be.
+/// key is listed twice; entries written or removed meanwhile may or may not be.
 ///
 /// Each step reads the slots of its tags while no writer of any process rearranges the index
 /// (the index epoch is even and stays so), then checks every record they name as a point read
-/// does (FORMAT.md 7.7.4): a record that changes meanwhile makes the step start over, with a
-/// point read's patience.
+/// does (FORMAT.md 7.7.4). A record that changed meanwhile makes the step start over; the waits
+/// between attempts, with a point read's patience, happen outside the lock.
 struct EntryListing {
     /// How many home slots of the active table one step covers: few enough that a step rarely
     /// meets a writer, and the keys of one step are copied out of the map while it lasts.
@@ -23,15 +22,23 @@ struct EntryListing {
 
     /// The first tag the next step lists; `tagCount` once the listing is done.
     private(set) var nextTag = 0
-    private static let tagCount = 1 << HashTable.tagBits
+    fileprivate static let tagCount = 1 << HashTable.tagBits
 
     /// The keys one step found, one after another, and where each starts with its value's length.
     private var keyBytes: [UInt8] = []
     private var entries: [(keyStart: Int, valueLength: Int)] = []
     /// The slots of one step's tags, reused from step to step.
     fileprivate var slots: [UInt64] = []
+    /// The waits of the step being taken, and whether its patience has run out: the step then
+    /// lists what it reads.
+    private var retry = CacheStore.Retry()
+    fileprivate private(set) var isOutOfPatience = false
 
     var isFinished: Bool { nextTag >= EntryListing.tagCount }
+
+    /// Tests only: runs between a step's reading of its slots and its checking of the records
+    /// they name, where a writer of another process may act, with the store and the slots read.
+    nonisolated(unsafe) static var afterReadingSlots: ((CacheStore, [UInt64]) -> Void)?
 
     /// The tags of the next step, for an active table of `activeSlotCount` slots.
     fileprivate func nextTags(activeSlotCount: Int) -> Range<UInt32> {
@@ -39,7 +46,12 @@ struct EntryListing {
         return UInt32(nextTag)..<UInt32(min(EntryListing.tagCount, nextTag + width))
     }
 
-    fileprivate mutating func startStep() {
+    /// Waits, with no lock held, before the step is attempted again.
+    mutating func backOff() {
+        if !retry.wait() { isOutOfPatience = true }
+    }
+
+    fileprivate mutating func startAttempt() {
         keyBytes.removeAll(keepingCapacity: true)
         entries.removeAll(keepingCapacity: true)
         slots.removeAll(keepingCapacity: true)
@@ -47,6 +59,8 @@ struct EntryListing {
 
     fileprivate mutating func finishStep(through tags: Range<UInt32>) {
         nextTag = Int(tags.upperBound)
+        retry = CacheStore.Retry()
+        isOutOfPatience = false
     }
 
     fileprivate mutating func append(key: UnsafeRawBufferPointer, valueLength: Int) {
@@ -75,64 +89,82 @@ struct EntryListing {
 }
 
 extension CacheStore {
-    /// Reader, under the in-process read lock with a current view: takes the listing's next step,
-    /// the live, unexpired entries whose tags are in the step's range.
+    /// Reader, under the in-process read lock with a current view: one attempt at the listing's
+    /// next step, the live, unexpired entries whose tags are in the step's range. Returns false
+    /// when a writer of another process was in the way: the caller backs off (`backOff()`, with
+    /// no lock held) and calls again.
     ///
     /// - Throws: `LarderError.staleView` when another process changed the meta page meanwhile
-    ///   (the caller takes up the change and takes the same step again).
-    func listNextEntries(_ listing: inout EntryListing) throws(LarderError) {
+    ///   (the caller takes up the change and calls again).
+    func listNextEntries(_ listing: inout EntryListing) throws(LarderError) -> Bool {
         try checkOpen()
         let view = currentView
-        let tags = listing.nextTags(activeSlotCount: view.active.slotCount)
+        var tags = listing.nextTags(activeSlotCount: view.active.slotCount)
         let now = SystemCall.nowMilliseconds()
-        var retry = Retry()
-        attempt: while true {
-            listing.startStep()
-            let epoch = state.indexEpoch
-            var abandoned = epoch & 1 != 0 && epoch == lrd_load_relaxed_u64(abandonedEpoch)
-            if epoch & 1 != 0 && !abandoned {
-                if retry.wait() { continue }
-                // Its writer died in the middle: list what the index holds, as a point read
-                // answers then, until a writer comes and ends the change.
-                if state.indexEpoch == epoch { lrd_store_relaxed_u64(abandonedEpoch, epoch) }
-                abandoned = true
-            }
-            // Whether no writer has changed the index since `epoch` was read.
-            func indexStayedAsRead() -> Bool { state.indexEpoch == epoch && (epoch & 1 == 0 || abandoned) }
-            view.active.collectSlots(withTagsIn: tags, into: &listing.slots)
-            view.draining?.collectSlots(withTagsIn: tags, into: &listing.slots)
-            if !indexStayedAsRead(), retry.wait() { continue }
-            // The records lie anywhere in the file: their first lines start loading together.
-            for slot in listing.slots where HashTable.offset(of: slot) < view.limit {
-                lrd_prefetch(view.base + HashTable.offset(of: slot))
-            }
-            for slot in listing.slots {
-                let offset = HashTable.offset(of: slot)
-                guard let header = view.entryHeader(at: offset) else {
-                    // Replaced or moved since the slots were read (the epoch has moved), or
-                    // removed, or a damaged index: only the first is listed, from its new place.
-                    if !indexStayedAsRead(), retry.wait() { continue attempt }
-                    continue
-                }
-                if header.isExpired(now: now) { continue }
-                listing.append(key: keyBytes(at: offset, header: header), valueLength: header.rawLength)
-                let found = FoundEntry(offset: offset, header: header, inDraining: false, slotIndex: 0)
-                guard isUnchanged(found, in: view) else {
-                    listing.removeLast()
-                    if !viewIsCurrent { throw LarderError.staleView }
-                    if retry.wait() { continue attempt }
-                    continue
-                }
-                // A slot whose record holds a key of another tag is damage: listing the key here
-                // could list it twice.
-                let matchesSlot = listing.lastKey.withUnsafeBytes { KeyHash($0).tag == HashTable.tag(of: slot) }
-                if !matchesSlot { listing.removeLast() }
-            }
-            // The tables read were the view's only if no meta page was written since: one that
-            // no longer names a table lets its space be reused.
-            guard viewIsCurrent else { throw LarderError.staleView }
-            listing.finishStep(through: tags)
-            return
+        listing.startAttempt()
+        let epoch = state.indexEpoch
+        var abandoned = epoch & 1 != 0 && epoch == lrd_load_relaxed_u64(abandonedEpoch)
+        if epoch & 1 != 0 && !abandoned {
+            guard listing.isOutOfPatience else { return false }
+            // Its writer died in the middle: list what the index holds, as a point read answers
+            // then, until a writer comes and repairs it (under a new odd epoch).
+            if state.indexEpoch == epoch { lrd_store_relaxed_u64(abandonedEpoch, epoch) }
+            abandoned = true
         }
+        // Whether no writer has changed the index since `epoch` was read (or patience has run
+        // out waiting for one to stop).
+        func indexStayedAsRead() -> Bool {
+            (state.indexEpoch == epoch && (epoch & 1 == 0 || abandoned)) || listing.isOutOfPatience
+        }
+        if !view.active.collectSlots(withTagsIn: tags, into: &listing.slots) {
+            // No empty slot at all: a damaged table, whose every scan reads all of it. One step
+            // takes the rest of the tags, so that the listing stays linear in the table's size.
+            tags = tags.lowerBound..<UInt32(EntryListing.tagCount)
+            listing.slots.removeAll(keepingCapacity: true)
+            view.active.collectSlots(withTagsIn: tags, into: &listing.slots)
+        }
+        view.draining?.collectSlots(withTagsIn: tags, into: &listing.slots)
+        guard indexStayedAsRead() else { return false }
+        EntryListing.afterReadingSlots?(self, listing.slots)
+        // Each slot once (a damaged index, or one a writer died rearranging, may hold one twice),
+        // and the records in file order.
+        listing.slots.sort { (HashTable.offset(of: $0), $0) < (HashTable.offset(of: $1), $1) }
+        var previous: UInt64?
+        // The records lie anywhere in the file: their first lines start loading together.
+        for slot in listing.slots where HashTable.offset(of: slot) < view.limit {
+            lrd_prefetch(view.base + HashTable.offset(of: slot))
+        }
+        for slot in listing.slots {
+            defer { previous = slot }
+            if slot == previous { continue }
+            let offset = HashTable.offset(of: slot)
+            // A record that is not the slot's entry: removed, or damage, while the epoch stays as
+            // it was; otherwise the entry may have been replaced or relocated and its place
+            // reused since the slots were read, and its new slot is not among them.
+            guard let header = view.entryHeader(at: offset) else {
+                if indexStayedAsRead() { continue }
+                return false
+            }
+            listing.append(key: keyBytes(at: offset, header: header), valueLength: header.rawLength)
+            let found = FoundEntry(offset: offset, header: header, inDraining: false, slotIndex: 0)
+            guard isUnchanged(found, in: view) else {
+                listing.removeLast()
+                if !viewIsCurrent { throw LarderError.staleView }
+                if listing.isOutOfPatience { continue }
+                return false
+            }
+            let isTheSlotsEntry = listing.lastKey.withUnsafeBytes { KeyHash($0).tag == HashTable.tag(of: slot) }
+            if !isTheSlotsEntry {
+                listing.removeLast()
+                if indexStayedAsRead() { continue }
+                return false
+            }
+            if header.isExpired(now: now) { listing.removeLast() }
+        }
+        // The tables read were the view's only if no meta page was written since: one that no
+        // longer names a table lets its space be reused.
+        guard viewIsCurrent else { throw LarderError.staleView }
+        listing.finishStep(through: tags)
+        return true
     }
 }

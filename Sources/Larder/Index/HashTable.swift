@@ -104,19 +104,24 @@ struct HashTable {
     /// between its home and the first empty slot after it, so the slots from the first tag's home
     /// to the first empty slot past the last tag's home hold all of them. Looks at each slot at
     /// most once.
-    func collectSlots(withTagsIn tags: Range<UInt32>, into found: inout [UInt64]) {
-        guard !tags.isEmpty else { return }
+    ///
+    /// - Returns: false when it read every slot without finding that empty slot (a table with
+    ///   none is damaged: writers keep a quarter of the slots empty).
+    @discardableResult
+    func collectSlots(withTagsIn tags: Range<UInt32>, into found: inout [UInt64]) -> Bool {
+        guard !tags.isEmpty else { return true }
         let lastHome = home(ofTag: tags.upperBound - 1)
         var index = home(ofTag: tags.lowerBound)
         for _ in 0..<slotCount {
             let slot = self[index]
             if slot == HashTable.empty {
-                if index > lastHome { return }
+                if index > lastHome { return true }
             } else if HashTable.isEntry(slot), tags.contains(HashTable.tag(of: slot)) {
                 found.append(slot)
             }
             index &+= 1
         }
+        return false
     }
 
     /// Puts `slot` in the first empty slot of its probe sequence, and returns that slot's index.
