@@ -107,6 +107,16 @@ int larder_put(larder *db, const void *key, size_t key_len,
 int larder_get(larder *db, const void *key, size_t key_len,
                void *buf, size_t buf_len, size_t *value_len);
 
+/* Reads count keys at once, as count calls of larder_get would: key i (keys[i], key_lens[i] bytes)
+ * into bufs[i] (buf_lens[i] bytes); statuses[i] receives what larder_get would return for it, and
+ * value_lens[i] the value's length when that is LARDER_OK or LARDER_BUFFER_TOO_SMALL. On a cache
+ * larger than the processor's caches this reads up to about twice as many keys per second as
+ * count calls: the reads of a batch start loading their index slots and records together, so
+ * their waits for memory overlap. Returns LARDER_OK when the arrays are there (each key's outcome is in statuses), or
+ * LARDER_INVALID_ARGUMENT when an array is NULL with count > 0 (nothing is read). */
+int larder_get_many(larder *db, size_t count, const void *const *keys, const size_t *key_lens,
+                    void *const *bufs, const size_t *buf_lens, size_t *value_lens, int *statuses);
+
 /* Returns the value for `key` in memory from malloc: release it with larder_free. */
 int larder_get_alloc(larder *db, const void *key, size_t key_len, void **value, size_t *value_len);
 

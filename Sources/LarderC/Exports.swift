@@ -88,15 +88,50 @@ public func larderGet(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPoint
                       _ valueLength: UnsafeMutablePointer<size_t>?) -> Int32 {
     withCache(db) { cache in
         guard let valueLength else { throw StatusError.invalid("value_len is NULL") }
-        guard buffer != nil || bufferLength == 0 else { throw StatusError.invalid("buf is NULL with a length of \(bufferLength)") }
-        let keyBytes = try Arguments.key(key, keyLength).get()
-        // Straight into the caller's buffer: no pin, no allocation.
-        let capacity = Arguments.bufferLength(bufferLength)
-        let length = try cache.copyValue(forKey: keyBytes, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
-        guard let length else { return Status.notFound }
-        valueLength.pointee = length
-        return length <= capacity ? Status.ok : Status.bufferTooSmall
+        return try copyValue(in: cache, key, keyLength, buffer, bufferLength, valueLength)
     }
+}
+
+@c(larder_get_many)
+public func larderGetMany(_ db: UnsafeMutablePointer<larder>?, _ count: size_t,
+                          _ keys: UnsafePointer<UnsafeRawPointer?>?, _ keyLengths: UnsafePointer<size_t>?,
+                          _ buffers: UnsafePointer<UnsafeMutableRawPointer?>?, _ bufferLengths: UnsafePointer<size_t>?,
+                          _ valueLengths: UnsafeMutablePointer<size_t>?, _ statuses: UnsafeMutablePointer<Int32>?) -> Int32 {
+    withCache(db) { cache in
+        guard count >= 0 else { throw StatusError.invalid("count is \(UInt(bitPattern: count))") }
+        guard count == 0 || (keys != nil && keyLengths != nil && buffers != nil && bufferLengths != nil
+                             && valueLengths != nil && statuses != nil) else {
+            throw StatusError.invalid("an array is NULL")
+        }
+        guard let keys, let keyLengths, let buffers, let bufferLengths, let valueLengths, let statuses else { return Status.ok }
+        // A key that cannot be read gets its status, as larder_get would return it; the others
+        // are read all the same.
+        let key = { (index: Int) in
+            UnsafeRawBufferPointer(start: keys[index], count: keys[index] == nil ? 0 : max(0, keyLengths[index]))
+        }
+        cache.readEach(count: count, key: key) { index in
+            do {
+                statuses[index] = try copyValue(in: cache, keys[index], keyLengths[index], buffers[index],
+                                                bufferLengths[index], valueLengths + index)
+            } catch {
+                statuses[index] = Status.of(error)
+            }
+        }
+        return Status.ok
+    }
+}
+
+/// What larder_get does once its handle and `value_len` are checked.
+private func copyValue(in cache: Cache, _ key: UnsafeRawPointer?, _ keyLength: Int, _ buffer: UnsafeMutableRawPointer?,
+                       _ bufferLength: Int, _ valueLength: UnsafeMutablePointer<size_t>) throws -> Int32 {
+    guard buffer != nil || bufferLength == 0 else { throw StatusError.invalid("buf is NULL with a length of \(bufferLength)") }
+    let keyBytes = try Arguments.key(key, keyLength).get()
+    // Straight into the caller's buffer: no pin, no allocation.
+    let capacity = Arguments.bufferLength(bufferLength)
+    let length = try cache.copyValue(forKey: keyBytes, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
+    guard let length else { return Status.notFound }
+    valueLength.pointee = length
+    return length <= capacity ? Status.ok : Status.bufferTooSmall
 }
 
 @c(larder_get_alloc)

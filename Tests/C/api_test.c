@@ -78,6 +78,59 @@ static void test_put_get_delete(void) {
     larder_close(db);
 }
 
+/* larder_get_many answers each key as larder_get would, in one call, whatever the others are. */
+static void test_get_many(void) {
+    larder *db = open_fresh("many.larder", NULL);
+    char key[40][16];
+    size_t key_len[40];
+    const void *keys[40];
+    char value_store[40][64];
+    void *bufs[40];
+    size_t buf_lens[40], value_lens[40];
+    int statuses[40];
+    for (int i = 0; i < 40; i++) {
+        key_len[i] = (size_t)snprintf(key[i], sizeof key[i], "key-%d", i);
+        keys[i] = key[i];
+        bufs[i] = value_store[i];
+        buf_lens[i] = sizeof value_store[i];
+        value_lens[i] = 999;
+        statuses[i] = 999;
+        /* Even keys are stored, with i bytes of value i. */
+        if (i % 2 == 0) {
+            char value[64];
+            memset(value, i, sizeof value);
+            CHECK(larder_put(db, key[i], key_len[i], value, (size_t)i, 0) == LARDER_OK);
+        }
+    }
+    buf_lens[30] = 5;                   /* too small for 30 bytes */
+    bufs[32] = NULL, buf_lens[32] = 0;  /* asks for the size */
+    keys[35] = NULL;                    /* a NULL key */
+    key_len[37] = 0;                    /* an empty key */
+    CHECK(larder_get_many(db, 40, keys, key_len, bufs, buf_lens, value_lens, statuses) == LARDER_OK);
+    int right = 1;
+    for (int i = 0; i < 40; i++) {
+        int expected = i == 35 || i == 37 ? LARDER_INVALID_ARGUMENT
+                     : i % 2 != 0         ? LARDER_NOT_FOUND
+                     : i == 30 || i == 32 ? LARDER_BUFFER_TOO_SMALL
+                                          : LARDER_OK;
+        if (statuses[i] != expected) right = 0;
+        if (expected == LARDER_OK || expected == LARDER_BUFFER_TOO_SMALL) {
+            if (value_lens[i] != (size_t)i) right = 0;
+        }
+        if (expected == LARDER_OK) {
+            for (int j = 0; j < i; j++) {
+                if (value_store[i][j] != (char)i) right = 0;
+            }
+        }
+        if (i % 2 != 0 && value_lens[i] != 999) right = 0;
+    }
+    CHECK(right);
+    CHECK(larder_get_many(db, 0, NULL, NULL, NULL, NULL, NULL, NULL) == LARDER_OK);
+    CHECK(larder_get_many(db, 2, keys, key_len, bufs, buf_lens, value_lens, NULL) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_get_many(NULL, 2, keys, key_len, bufs, buf_lens, value_lens, statuses) == LARDER_INVALID_ARGUMENT);
+    larder_close(db);
+}
+
 static void test_invalid_arguments(void) {
     larder *db = open_fresh("invalid.larder", NULL);
     char buf[8];
@@ -399,6 +452,7 @@ int main(void) {
         return 2;
     }
     test_put_get_delete();
+    test_get_many();
     test_invalid_arguments();
     test_open_errors_and_options();
     test_ttl();

@@ -62,6 +62,37 @@ struct ReadView {
         return nil
     }
 
+    /// Starts loading the slots where `hash`'s probe sequences begin (a hint; reads nothing).
+    @inline(__always)
+    func prefetchHomes(of hash: KeyHash) {
+        active.prefetchHome(ofTag: hash.tag)
+        draining?.prefetchHome(ofTag: hash.tag)
+    }
+
+    /// Starts loading the record that the first slot of `hash`'s tag names, among the few slots
+    /// from its home in each table (a hint: the slot is not checked against the key, nor the
+    /// record against anything, so a wrong guess costs a load and nothing else).
+    @inline(__always)
+    func prefetchRecord(of hash: KeyHash) {
+        prefetchRecord(of: hash, in: active)
+        if let draining { prefetchRecord(of: hash, in: draining) }
+    }
+
+    @inline(__always)
+    private func prefetchRecord(of hash: KeyHash, in table: HashTable) {
+            var index = table.home(ofTag: hash.tag)
+            for _ in 0..<4 {
+                let slot = table[index]
+                if slot == HashTable.empty { break }
+                if HashTable.tag(of: slot) == hash.tag {
+                    let offset = HashTable.offset(of: slot)
+                    if offset < limit { lrd_prefetch(base + offset) }
+                    break
+                }
+                index &+= 1
+            }
+    }
+
     /// The header of the live entry for `key` at `offset`, or nil for anything else. The first
     /// word rules out other records before the header's checksum is computed; the header is then
     /// read and checked whole, and only then are the key bytes compared: a writer may replace the
