@@ -75,6 +75,21 @@ final class Meter {
     }
 }
 
+extension Meter {
+    /// One loop of batched reads over the gets of `ops` (see `Store.runBatchedGets`); nil for a
+    /// store without them. No latencies: a call answers several keys.
+    func measureBatched(_ store: Store, _ data: Dataset, _ ops: [UInt32], maxSeconds: Double) -> LoopStats? {
+        let buffers = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(BENCH_BATCH) * max(data.valueLength, 64), alignment: 64)
+        defer { buffers.deallocate() }
+        buffers.initializeMemory(as: UInt8.self, repeating: 0)
+        let result = ops.withUnsafeBufferPointer { store.runBatchedGets(data, $0, maxSeconds: maxSeconds, buffers: buffers) }
+        guard let r = result else { return nil }
+        return LoopStats(ops: Int(r.ops), opsPerSecond: r.nanoseconds == 0 ? 0 : Double(r.ops) * 1e9 / Double(r.nanoseconds),
+                         p50Nanoseconds: 0, p99Nanoseconds: 0,
+                         found: Int(r.found), notFound: Int(r.not_found), errors: Int(r.errors))
+    }
+}
+
 /// The process and the machine.
 enum System {
     /// A field of /proc/self/status in bytes (VmRSS, VmHWM).

@@ -1,3 +1,4 @@
+import CPeers
 import Foundation
 
 /// BENCHMARKS.md and the chart, from one run's results.
@@ -221,6 +222,7 @@ struct Report {
         }
         if let chartLink, !results.suites.isEmpty { out.append("![operations per second by store, workload and value size](\(chartLink))\n") }
         if !results.suites.isEmpty { out.append(mainSection()) }
+        if results.suites.contains(where: { $0.batchedReads != nil }) { out.append(batchedReadsSection()) }
         if !results.concurrency.isEmpty { out.append(concurrencySection()) }
         if !results.eviction.isEmpty { out.append(evictionSection()) }
         if let s = results.scale { out.append(scaleSection(s)) }
@@ -263,6 +265,31 @@ struct Report {
             let problems = plan.peers.compactMap { suite($0, size) }.flatMap { s in s.problems.map { "\(s.peer.title): \($0)" } }
             if !problems.isEmpty { out.append("Problems: " + problems.joined(separator: "; ") + "\n") }
         }
+        return out.joined(separator: "\n")
+    }
+
+    func batchedReadsSection() -> String {
+        var out = ["## Batched reads", ""]
+        out.append("""
+            The random reads of the main table again, \(BENCH_BATCH) keys a call: `larder_get_many` (C ABI) and \
+            `withValues(forKeys:)` (Swift API, each value copied into the loop's buffer). A batch starts loading \
+            the index slots and records of its keys before it reads them one by one, so their waits for memory \
+            overlap. Not part of the targets, which are for one operation a call; the other stores have no \
+            such call (the hash table's single reads are there to compare).
+            """)
+        out.append("")
+        var rows: [[String]] = []
+        for size in valueSizes {
+            let table = opsPerSecond(.memhash, size, .read)
+            for peer in [PeerKind.larderC, .larderSwift] {
+                guard let single = opsPerSecond(peer, size, .read), let batched = suite(peer, size)?.batchedReads?.opsPerSecond else { continue }
+                rows.append([Self.size(size), peer.title, Self.rate(single), Self.rate(batched), Self.ratio(batched / single),
+                             table.map { Self.rate($0) } ?? "–", table.map { Self.ratio(batched / $0) } ?? "–"])
+            }
+        }
+        out.append(Self.table(["values", "store", "one key a call", "\(BENCH_BATCH) keys a call", "batched ÷ one",
+                               "C hash table, one key a call", "batched ÷ hash table"], rows))
+        out.append("")
         return out.joined(separator: "\n")
     }
 

@@ -115,6 +115,24 @@ final class Store: @unchecked Sendable {
         return result
     }
 
+    /// Runs the gets of `ops` through Larder's batched read, `BENCH_BATCH` keys a call, into
+    /// `buffers` (`BENCH_BATCH` values one after another); nil for stores that have none.
+    func runBatchedGets(_ data: Dataset, _ ops: UnsafeBufferPointer<UInt32>, maxSeconds: Double,
+                        buffers: UnsafeMutableRawBufferPointer) -> bench_result? {
+        let maxNs = UInt64(maxSeconds * 1e9)
+        var result = bench_result()
+        switch kind {
+        case .larderC:
+            var cData = data.cData
+            bench_larder_c_batched_gets(handle, &cData, ops.baseAddress, ops.count, maxNs, buffers.baseAddress, &result)
+        case .larderSwift:
+            result = SwiftLoop.runBatchedGets(cache!, data, ops, maxNs: maxNs, buffers: buffers)
+        default:
+            return nil
+        }
+        return result
+    }
+
     /// A worker thread is done with this store (LMDB releases its reader slot).
     func threadDone() {
         if let peer = kind.cPeer, let done = peer.pointee.thread_done { done(handle) }

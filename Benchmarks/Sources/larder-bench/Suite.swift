@@ -7,6 +7,9 @@ struct SuiteResult: Codable, Sendable {
     var keys: Int
     var reps: Int
     var workloads: [Workload: LoopStats]
+    /// The random reads again, `BENCH_BATCH` keys a call: Larder only (nil for the others, and in
+    /// results from before it was measured).
+    var batchedReads: LoopStats?
     /// Disk the store takes after the fill, and after the read and update workloads.
     var fillFileBytes: Int
     var fileBytes: Int
@@ -40,6 +43,7 @@ enum Suite {
         })
         let meter = Meter(valueLength: p.valueSize)
         var runs: [Workload: [LoopStats]] = [:]
+        var batchedRuns: [LoopStats] = []
         var fillFileBytes: [Double] = [], fileBytes: [Double] = [], rss: [Double] = []
         var problems = Set<String>()
         for rep in 0..<p.reps {
@@ -56,6 +60,10 @@ enum Suite {
                 if workload.expectsHits && stats.notFound > 0 { problems.insert("\(workload.rawValue): \(stats.notFound) keys not found") }
                 if !workload.expectsHits && stats.found > 0 { problems.insert("\(workload.rawValue): \(stats.found) absent keys found") }
                 if workload == .fill { fillFileBytes.append(Double(System.allocatedBytes(directory))) }
+                if workload == .read, let batched = meter.measureBatched(store, data, ops[.read]!, maxSeconds: p.seconds) {
+                    batchedRuns.append(batched)
+                    if batched.errors > 0 || batched.notFound > 0 { problems.insert("batched reads: \(batched.errors) failed, \(batched.notFound) not found") }
+                }
                 if workload == .ycsbB {
                     fileBytes.append(Double(System.allocatedBytes(directory)))
                     rss.append(Double(max(0, System.peakResidentBytes - baseline)))
@@ -65,6 +73,7 @@ enum Suite {
         }
         return SuiteResult(peer: p.peer, valueSize: p.valueSize, keys: p.keys, reps: p.reps,
                            workloads: runs.mapValues(LoopStats.median),
+                           batchedReads: batchedRuns.isEmpty ? nil : LoopStats.median(batchedRuns),
                            fillFileBytes: Int(Stats.median(fillFileBytes)), fileBytes: Int(Stats.median(fileBytes)),
                            rssBytes: Int(rss.first ?? 0),
                            problems: problems.sorted())
@@ -79,6 +88,8 @@ enum Suite {
             let stats = runs.compactMap { $0.workloads[workload] }
             return stats.isEmpty ? nil : (workload, LoopStats.median(stats))
         })
+        let batched = runs.compactMap(\.batchedReads)
+        combined.batchedReads = batched.isEmpty ? nil : LoopStats.median(batched)
         combined.fillFileBytes = Int(Stats.median(runs.map { Double($0.fillFileBytes) }))
         combined.fileBytes = Int(Stats.median(runs.map { Double($0.fileBytes) }))
         combined.problems = Set(runs.flatMap(\.problems)).sorted()

@@ -74,4 +74,37 @@ enum SwiftLoop {
         r.ops = UInt64(i)
         return r
     }
+
+    /// The Swift counterpart of `bench_larder_c_batched_gets`: `withValues(forKeys:)`, each value
+    /// copied into its buffer as `larder_get_many` copies it.
+    static func runBatchedGets(_ cache: Cache, _ data: Dataset, _ ops: UnsafeBufferPointer<UInt32>, maxNs: UInt64,
+                               buffers: UnsafeMutableRawBufferPointer) -> bench_result {
+        var r = bench_result()
+        let batch = Int(BENCH_BATCH)
+        var keys = [UnsafeRawBufferPointer](repeating: UnsafeRawBufferPointer(start: nil, count: 0), count: batch)
+        let start = bench_now_ns()
+        let deadline = maxNs != 0 ? start + maxNs : UInt64.max
+        var i = 0
+        while i + batch <= ops.count {
+            let end = min(i + 256, ops.count)
+            while i + batch <= end {
+                for j in 0..<batch { keys[j] = data.key(Int(ops[i + j] & Op.indexMask)) }
+                do {
+                    try cache.withValues(forKeys: keys) { j, value in
+                        guard let value else { return r.not_found += 1 }
+                        guard value.count == data.valueLength else { return r.errors += 1 }
+                        (buffers.baseAddress! + j * data.valueLength).copyMemory(from: value.baseAddress!, byteCount: value.count)
+                        r.found += 1
+                    }
+                } catch {
+                    r.errors += UInt64(batch)
+                }
+                i += batch
+            }
+            if maxNs != 0 && bench_now_ns() >= deadline { break }
+        }
+        r.nanoseconds = bench_now_ns() - start
+        r.ops = UInt64(i)
+        return r
+    }
 }

@@ -92,6 +92,13 @@ void bench_run_ops(const bench_peer *peer, void *handle, const bench_data *data,
                    const uint32_t *ops, size_t ops_count, uint64_t max_ns,
                    size_t sample_every, uint64_t *samples, void *buf, bench_result *out);
 
+/* Larder's batched read (larder_get_many): the gets of `ops` (all BENCH_OP_GET), BENCH_BATCH keys
+ * per call, into bufs (BENCH_BATCH buffers of data->value_len bytes, one after another). Like
+ * bench_run_ops, but with no latency samples (a call answers several keys). */
+#define BENCH_BATCH 16
+void bench_larder_c_batched_gets(void *handle, const bench_data *data, const uint32_t *ops, size_t ops_count,
+                                 uint64_t max_ns, void *bufs, bench_result *out);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);
 
