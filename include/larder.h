@@ -112,8 +112,10 @@ int larder_get(larder *db, const void *key, size_t key_len,
  * value_lens[i] the value's length when that is LARDER_OK or LARDER_BUFFER_TOO_SMALL. On a cache
  * larger than the processor's caches this reads up to about twice as many keys per second as
  * count calls: the reads of a batch start loading their index slots and records together, so
- * their waits for memory overlap. Returns LARDER_OK when the arrays are there (each key's outcome is in statuses), or
- * LARDER_INVALID_ARGUMENT when an array is NULL with count > 0 (nothing is read). */
+ * their waits for memory overlap. Returns LARDER_OK when the arrays are there (each key's outcome
+ * is in statuses; larder_last_error_message() then tells the last key's error, if any), or
+ * LARDER_INVALID_ARGUMENT, reading nothing, when an array is NULL with count > 0 or count is
+ * 2^63 or more. */
 int larder_get_many(larder *db, size_t count, const void *const *keys, const size_t *key_lens,
                     void *const *bufs, const size_t *buf_lens, size_t *value_lens, int *statuses);
 

@@ -106,8 +106,11 @@ public func larderGetMany(_ db: UnsafeMutablePointer<larder>?, _ count: size_t,
         guard let keys, let keyLengths, let buffers, let bufferLengths, let valueLengths, let statuses else { return Status.ok }
         // A key that cannot be read gets its status, as larder_get would return it; the others
         // are read all the same.
+        // The bytes each read will look up, which the batch looks at first: none for an entry
+        // larder_get would refuse before reading its key.
         let key = { (index: Int) in
-            UnsafeRawBufferPointer(start: keys[index], count: keys[index] == nil ? 0 : max(0, keyLengths[index]))
+            let refused = keys[index] == nil || (buffers[index] == nil && bufferLengths[index] != 0)
+            return UnsafeRawBufferPointer(start: keys[index], count: refused ? 0 : max(0, keyLengths[index]))
         }
         cache.readEach(count: count, key: key) { index in
             do {

@@ -438,6 +438,29 @@ struct DamagedFileTests {
     /// as it must while a live writer could still be moving the key; later misses do not wait
     /// for the same change again, and hits are not held up at all.
     @Test func aChangeOfADeadWriterHoldsUpOnlyTheFirstMissOfAReader() throws {
+        try expectOneWaitForADeadWritersChange { (reader: Cache) throws in
+            #expect(try reader.bytes(forKey: "absent") == nil)
+        } then: { (reader: Cache) throws in
+            for attempt in 0..<100 { #expect(try reader.bytes(forKey: "absent-\(attempt)") == nil) }
+            #expect(try reader.bytes(forKey: "k7").flatMap { VersionedValue.check($0, key: 7) } == 1)
+            #expect(reader.stats.misses == 101)
+        }
+    }
+
+    /// The same dead writer's change, met by listings: the first waits it out (a live writer could
+    /// be moving keys past it) and then lists every key; the next does not wait for it again.
+    @Test func aListingWaitsOutADeadWritersChangeOnceAndListsEveryKey() throws {
+        try expectOneWaitForADeadWritersChange { (reader: Cache) throws in
+            #expect(Set(try reader.keys.map { String(decoding: $0, as: UTF8.self) }) == Set((0..<200).map { "k\($0)" }))
+        } then: { (reader: Cache) throws in
+            #expect(try reader.keys.count == 200)
+        }
+    }
+
+    /// Opens read-only a file of 200 keys whose index epoch a writer that died left odd, runs
+    /// `first`, which must wait out the readers' patience, then `then`, which must not wait for
+    /// the same change again.
+    private func expectOneWaitForADeadWritersChange(_ first: (Cache) throws -> Void, then: (Cache) throws -> Void) throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         try makeCache(path)
@@ -445,13 +468,11 @@ struct DamagedFileTests {
         let reader = try Cache(at: path, readOnly: true)
         let clock = ContinuousClock()
         var start = clock.now
-        #expect(try reader.bytes(forKey: "absent") == nil)
+        try first(reader)
         #expect(clock.now - start >= .milliseconds(Int64(CacheStore.readPatience) / 2))
         start = clock.now
-        for attempt in 0..<100 { #expect(try reader.bytes(forKey: "absent-\(attempt)") == nil) }
-        #expect(try reader.bytes(forKey: "k7").flatMap { VersionedValue.check($0, key: 7) } == 1)
+        try then(reader)
         #expect(clock.now - start < .milliseconds(Int64(CacheStore.readPatience) / 2))
-        #expect(reader.stats.misses == 101)
     }
 
     /// The inspector (`larder info`, `verify`, `dump`) on a file cut short before its data area:

@@ -69,8 +69,10 @@ struct ListingWhileWritingTests {
         }
         let movedFrom = try #require(place(of: moved))
         var reused = false
-        EntryListing.afterReadingSlots = { store, slots in
-            guard store === cache.store, !reused, slots.contains(where: { HashTable.offset(of: $0) == movedFrom }) else { return }
+        let store = cache.store
+        defer { store.listingStepHook = nil }
+        store.listingStepHook = { slots in
+            guard !reused, slots.contains(where: { HashTable.offset(of: $0) == movedFrom }) else { return }
             reused = true
             do {
                 try store.acquireWriterLock()
@@ -92,7 +94,6 @@ struct ListingWhileWritingTests {
                 Issue.record(error)
             }
         }
-        defer { EntryListing.afterReadingSlots = nil }
         let listed = try Self.tally(cache)
         #expect(reused && place(of: "n7") == movedFrom)
         #expect(Set(keys).subtracting(listed.keys).isEmpty)

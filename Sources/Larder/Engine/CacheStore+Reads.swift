@@ -31,6 +31,25 @@ extension CacheStore {
     struct Retry {
         var attempts = 0
         var started: UInt64 = 0
+        /// The odd index epoch seen last, and since when (monotonic milliseconds): a writer that
+        /// stays in one bracket for a whole patience has died in it. Another odd value is another
+        /// bracket (a repair's, say), which has to be waited out on its own.
+        private var oddEpoch: UInt64 = 0
+        private var oddSince: UInt64 = 0
+
+        /// Notes the index epoch an attempt read.
+        mutating func note(epoch: UInt64) {
+            guard epoch & 1 != 0, epoch != oddEpoch else { return }
+            oddEpoch = epoch
+            oddSince = SystemCall.monotonicMilliseconds()
+        }
+
+        /// Whether `epoch` is odd and has been the epoch for a whole patience, as far as the
+        /// attempts noted saw: its writer died in its bracket.
+        func hasWaitedOut(_ epoch: UInt64) -> Bool {
+            epoch & 1 != 0 && epoch == oddEpoch
+                && SystemCall.monotonicMilliseconds() - oddSince >= CacheStore.readPatience
+        }
 
         /// Waits a little before the next attempt; false once patience has run out.
         mutating func wait() -> Bool {
@@ -88,9 +107,10 @@ extension CacheStore {
                 return nil
             }
             if epoch == lrd_load_relaxed_u64(abandonedEpoch) && state.indexEpoch == epoch { return nil }
+            retry.note(epoch: epoch)
             if !retry.wait() {
                 // Until a writer comes and ends this change, later misses answer at once.
-                if epoch & 1 != 0 && state.indexEpoch == epoch { lrd_store_relaxed_u64(abandonedEpoch, epoch) }
+                if retry.hasWaitedOut(epoch) && state.indexEpoch == epoch { lrd_store_relaxed_u64(abandonedEpoch, epoch) }
                 return nil
             }
         }

@@ -73,6 +73,9 @@ final class CacheStore {
     /// Set while `rebuild()` runs, so that damage it cannot repair is an error, not a loop, and
     /// so that the index changes it makes on the way stay inside its bracket of the index epoch.
     var isRebuilding = false
+    /// Tests only: runs in each step of a listing between its reading of the slots (passed) and
+    /// its checking of the records they name, where a writer of another process may act.
+    var listingStepHook: (([UInt64]) -> Void)?
     /// Live records this handle passed where they lay below the capacity (`passInPlace`), and
     /// laps of the ring it gave up (`passRestOfRing`): rare enough that a test must know it
     /// reached them.

@@ -36,9 +36,6 @@ struct EntryListing {
 
     var isFinished: Bool { nextTag >= EntryListing.tagCount }
 
-    /// Tests only: runs between a step's reading of its slots and its checking of the records
-    /// they name, where a writer of another process may act, with the store and the slots read.
-    nonisolated(unsafe) static var afterReadingSlots: ((CacheStore, [UInt64]) -> Void)?
 
     /// The tags of the next step, for an active table of `activeSlotCount` slots.
     fileprivate func nextTags(activeSlotCount: Int) -> Range<UInt32> {
@@ -50,6 +47,10 @@ struct EntryListing {
     mutating func backOff() {
         if !retry.wait() { isOutOfPatience = true }
     }
+
+    fileprivate mutating func note(epoch: UInt64) { retry.note(epoch: epoch) }
+
+    fileprivate func hasWaitedOut(_ epoch: UInt64) -> Bool { retry.hasWaitedOut(epoch) }
 
     fileprivate mutating func startAttempt() {
         keyBytes.removeAll(keepingCapacity: true)
@@ -103,29 +104,35 @@ extension CacheStore {
         let now = SystemCall.nowMilliseconds()
         listing.startAttempt()
         let epoch = state.indexEpoch
+        listing.note(epoch: epoch)
         var abandoned = epoch & 1 != 0 && epoch == lrd_load_relaxed_u64(abandonedEpoch)
         if epoch & 1 != 0 && !abandoned {
-            guard listing.isOutOfPatience else { return false }
+            guard listing.hasWaitedOut(epoch) else { return false }
             // Its writer died in the middle: list what the index holds, as a point read answers
-            // then, until a writer comes and repairs it (under a new odd epoch).
+            // then, until a writer comes and repairs it (under a new odd epoch, waited for anew).
             if state.indexEpoch == epoch { lrd_store_relaxed_u64(abandonedEpoch, epoch) }
             abandoned = true
         }
-        // Whether no writer has changed the index since `epoch` was read (or patience has run
-        // out waiting for one to stop).
+        // Whether no writer has changed the index since `epoch` was read; or, once patience has
+        // run out with records or slots that kept changing, whether none is changing it now.
         func indexStayedAsRead() -> Bool {
-            (state.indexEpoch == epoch && (epoch & 1 == 0 || abandoned)) || listing.isOutOfPatience
+            let now = state.indexEpoch
+            return (now == epoch && (epoch & 1 == 0 || abandoned)) || (listing.isOutOfPatience && now & 1 == 0)
         }
-        if !view.active.collectSlots(withTagsIn: tags, into: &listing.slots) {
-            // No empty slot at all: a damaged table, whose every scan reads all of it. One step
-            // takes the rest of the tags, so that the listing stays linear in the table's size.
-            tags = tags.lowerBound..<UInt32(EntryListing.tagCount)
+        func collectSlots(withTagsIn tags: Range<UInt32>) -> Bool {
             listing.slots.removeAll(keepingCapacity: true)
-            view.active.collectSlots(withTagsIn: tags, into: &listing.slots)
+            let active = view.active.collectSlots(withTagsIn: tags, into: &listing.slots)
+            let draining = view.draining?.collectSlots(withTagsIn: tags, into: &listing.slots) ?? true
+            return active && draining
         }
-        view.draining?.collectSlots(withTagsIn: tags, into: &listing.slots)
+        if !collectSlots(withTagsIn: tags) {
+            // A table with no empty slot at all (damage), whose every scan reads all of it: one
+            // step takes the rest of the tags, so that the listing stays linear in its size.
+            tags = tags.lowerBound..<UInt32(EntryListing.tagCount)
+            _ = collectSlots(withTagsIn: tags)
+        }
         guard indexStayedAsRead() else { return false }
-        EntryListing.afterReadingSlots?(self, listing.slots)
+        listingStepHook?(listing.slots)
         // Each slot once (a damaged index, or one a writer died rearranging, may hold one twice),
         // and the records in file order.
         listing.slots.sort { (HashTable.offset(of: $0), $0) < (HashTable.offset(of: $1), $1) }
