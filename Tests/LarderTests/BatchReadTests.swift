@@ -38,6 +38,16 @@ struct BatchReadTests {
         #expect(try cache.data(forKeys: [String]()).isEmpty)
     }
 
+    /// In async code the overload that reads off the caller's actor is the one taken.
+    @Test func asyncCodeReadsABatchOffItsActor() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1], forKey: "a")
+        try cache.set([3, 3], forKey: "c")
+        let values = try await cache.data(forKeys: ["a", "b", "c"])
+        #expect(values == [Data([1]), nil, Data([3, 3])])
+    }
+
     @Test func aKeyThatCannotBeReadStopsTheBatchThere() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())

@@ -38,7 +38,7 @@ struct KilledWhileReusingRoomTests {
         // The last acknowledged version of each key; negative: removed.
         var acknowledged: [Int: Int] = [:]
         for round in 0..<12 {
-            FileManager.default.createFile(atPath: logPath, contents: nil)
+            #expect(FileManager.default.createFile(atPath: logPath, contents: nil))
             await #expect(processExitsWith: .signal(SIGKILL)) { [path = path as String, logPath = logPath as String, round = round as Int] in
                 let compression: Compression = round % 2 == 0 ? .lz4 : .none
                 let cache = try Cache(path: path, options: .init(capacity: .megabytes(256), compression: compression))

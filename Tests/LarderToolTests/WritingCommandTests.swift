@@ -44,7 +44,7 @@ struct WritingCommandTests {
         let directory = TemporaryDirectory()
         let path = directory.path()
         try Larder.expect(["put", "--hex-key", path, "00ff0a"], input: Data("bin".utf8))
-        try Larder.expect(["dump", "--json", path]).stdout.contains(#""key":null,"key_hex":"00ff0a""#)
+        #expect(try Larder.expect(["dump", "--json", path]).stdout.contains(#""key":null,"key_hex":"00ff0a""#))
         try Larder.expect(["get", "--hex-key", path, "00FF0A"], stdout: "bin")
         let cache = try Cache(path: path)
         #expect(try cache.data(forKey: [0x00, 0xFF, 0x0A]) == Data("bin".utf8))

@@ -31,6 +31,16 @@ extension Cache {
         try synchronously { () throws(LarderError) in try data(forKey: key) }
     }
 
+    /// The values of `keys`, in order (nil where a key is missing or expired), read off the
+    /// caller's actor: ``data(forKeys:)-1u80q`` in `async` code.
+    ///
+    /// The corresponding C function is `larder_get_many`.
+    @concurrent
+    public func data<Keys: Collection & Sendable>(forKeys keys: Keys) async throws(LarderError) -> [Data?]
+    where Keys.Element: CacheKey {
+        try synchronously { () throws(LarderError) in try data(forKeys: keys) }
+    }
+
     /// The value stored for `key`, read and decoded off the caller's actor:
     /// ``value(_:forKey:coder:)-(_,CacheKey,_)`` in `async` code.
     ///
