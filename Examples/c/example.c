@@ -41,6 +41,21 @@ int main(int argc, char **argv) {
         return 1;
     }
 
+    /* Several keys in one call: their lookups overlap, which pays on a large cache. */
+    const void *keys[3] = {"runs", "from-c", "never-written"};
+    size_t key_lens[3] = {4, 6, 13};
+    char values[3][32];
+    void *bufs[3] = {values[0], values[1], values[2]};
+    size_t buf_lens[3] = {sizeof values[0], sizeof values[1], sizeof values[2]}, value_lens[3];
+    int statuses[3];
+    if (larder_get_many(db, 3, keys, key_lens, bufs, buf_lens, value_lens, statuses) == LARDER_OK) {
+        for (int i = 0; i < 3; i++) {
+            printf("C example: %s: %s", (const char *)keys[i], larder_strerror(statuses[i]));
+            if (statuses[i] == LARDER_OK) printf(", %zu bytes", value_lens[i]);
+            printf("\n");
+        }
+    }
+
     struct larder_stats stats = {sizeof stats, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     larder_stats(db, &stats);
     printf("C example: %llu entries, %llu of %llu bytes in the file, %llu evictions\n",
