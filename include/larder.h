@@ -169,8 +169,9 @@ int larder_stats(larder *db, struct larder_stats *out);
  * returned. The walk takes a few entries at a time and holds no lock while fn runs: fn may read,
  * put, delete and sync (deleting what it is given is the usual reason to walk), and other threads
  * and processes write meanwhile. An entry that stays in the cache from the walk's start to its
- * end is passed to fn exactly once; one written or deleted meanwhile may or may not be. fn must
- * not close this handle (larder_close then does nothing, see larder_close). */
+ * end is passed to fn exactly once; one written or deleted meanwhile may or may not be. Writers
+ * of other processes that keep the index changing for longer than 5 s make the walk return
+ * LARDER_BUSY. fn must not close this handle (larder_close then does nothing, see larder_close). */
 typedef int (*larder_foreach_fn)(void *ctx, const void *key, size_t key_len, size_t value_len);
 int larder_foreach(larder *db, larder_foreach_fn fn, void *ctx);
 

@@ -100,6 +100,33 @@ struct ListingWhileWritingTests {
         #expect(listed.values.allSatisfy { $0 == 1 })
     }
 
+    /// A writer that keeps the index changing for longer than a read's patience (here, one that
+    /// opens bracket after bracket) makes a listing fail with `.busy` rather than list an index
+    /// caught half rearranged; once it stops, the listing lists every key.
+    @Test(.timeLimit(.minutes(1))) func aListingThatNeverFindsTheIndexSettledIsBusy() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        for index in 0..<1000 { try cache.set([1], forKey: "k\(index)") }
+        // What a writer of another process does to the shared state; the store is this test's.
+        nonisolated(unsafe) let store = cache.store
+        let done = AtomicWord()
+        nonisolated(unsafe) var code: LarderError.Code?
+        runOnThreads(2) { thread in
+            if thread == 0 {
+                while done.load() == 0 {
+                    store.state.beginIndexChange()
+                    usleep(20)
+                }
+                store.state.endIndexChange()
+                return
+            }
+            code = errorCode { _ = try cache.keys }
+            done.store(1)
+        }
+        #expect(code == .busy)
+        #expect(try cache.keys.count == 1000)
+    }
+
     /// Another process deletes half the keys, then adds ten times as many, which grows the file
     /// and the index (its meta page changes twice or more) while this process's listing waits
     /// inside its closure; the listing takes up the change and goes on.

@@ -301,7 +301,10 @@ public final class Cache: @unchecked Sendable {
     /// list them), and writers of this and other processes go on meanwhile. An entry that stays
     /// in the cache from the listing's start to its end is listed exactly once, whatever is
     /// written, removed or moved meanwhile; one written or removed meanwhile may or may not be.
-    /// Closing this cache from inside `body` throws `.invalidArgument`.
+    /// Closing this cache from inside `body` throws `.invalidArgument`. Writers of other
+    /// processes that keep the index changing for longer than a read's patience (5 s) make the
+    /// listing throw `.busy`; a change left half done by a writer that died is waited out once
+    /// and then listed as it stands (FORMAT.md 7.7.4).
     ///
     /// The corresponding C function is `larder_foreach`.
     public func forEachEntry(_ body: (_ key: UnsafeRawBufferPointer, _ valueLength: Int) throws -> Bool) throws {
@@ -318,10 +321,15 @@ public final class Cache: @unchecked Sendable {
         try BorrowMarker.borrowing(mark: BorrowMarker.mark(of: self, for: .listing)) { () throws(LarderError) in
             var listing = EntryListing()
             while !listing.isFinished {
-                guard try readUnderLock({ () throws(LarderError) in try store.listNextEntries(&listing) }) else {
-                    // A writer of another process was in the way: wait for it without the lock.
-                    listing.backOff()
-                    continue
+                var patience = true
+                while try !readUnderLock({ () throws(LarderError) in try store.listNextEntries(&listing) }) {
+                    // A writer of another process was in the way: wait for it without the lock,
+                    // and try once more when patience has run out (a writer that died in its
+                    // change is then known for one).
+                    guard patience else {
+                        throw LarderError(.busy, "writers of other processes kept changing the index; list again", path: path)
+                    }
+                    patience = listing.backOff()
                 }
                 if !listing.forEachListed(body) { return }
             }

@@ -29,10 +29,8 @@ struct EntryListing {
     private var entries: [(keyStart: Int, valueLength: Int)] = []
     /// The slots of one step's tags, reused from step to step.
     fileprivate var slots: [UInt64] = []
-    /// The waits of the step being taken, and whether its patience has run out: the step then
-    /// lists what it reads.
+    /// The waits of the step being taken.
     private var retry = CacheStore.Retry()
-    fileprivate private(set) var isOutOfPatience = false
 
     var isFinished: Bool { nextTag >= EntryListing.tagCount }
 
@@ -43,10 +41,9 @@ struct EntryListing {
         return UInt32(nextTag)..<UInt32(min(EntryListing.tagCount, nextTag + width))
     }
 
-    /// Waits, with no lock held, before the step is attempted again.
-    mutating func backOff() {
-        if !retry.wait() { isOutOfPatience = true }
-    }
+    /// Waits, with no lock held, before the step is attempted again; false once the step's
+    /// patience has run out.
+    mutating func backOff() -> Bool { retry.wait() }
 
     fileprivate mutating func note(epoch: UInt64) { retry.note(epoch: epoch) }
 
@@ -61,7 +58,6 @@ struct EntryListing {
     fileprivate mutating func finishStep(through tags: Range<UInt32>) {
         nextTag = Int(tags.upperBound)
         retry = CacheStore.Retry()
-        isOutOfPatience = false
     }
 
     fileprivate mutating func append(key: UnsafeRawBufferPointer, valueLength: Int) {
@@ -113,12 +109,8 @@ extension CacheStore {
             if state.indexEpoch == epoch { lrd_store_relaxed_u64(abandonedEpoch, epoch) }
             abandoned = true
         }
-        // Whether no writer has changed the index since `epoch` was read; or, once patience has
-        // run out with records or slots that kept changing, whether none is changing it now.
-        func indexStayedAsRead() -> Bool {
-            let now = state.indexEpoch
-            return (now == epoch && (epoch & 1 == 0 || abandoned)) || (listing.isOutOfPatience && now & 1 == 0)
-        }
+        // Whether no writer has changed the index since `epoch` was read.
+        func indexStayedAsRead() -> Bool { state.indexEpoch == epoch && (epoch & 1 == 0 || abandoned) }
         func collectSlots(withTagsIn tags: Range<UInt32>) -> Bool {
             listing.slots.removeAll(keepingCapacity: true)
             let active = view.active.collectSlots(withTagsIn: tags, into: &listing.slots)
@@ -157,7 +149,6 @@ extension CacheStore {
             guard isUnchanged(found, in: view) else {
                 listing.removeLast()
                 if !viewIsCurrent { throw LarderError.staleView }
-                if listing.isOutOfPatience { continue }
                 return false
             }
             let isTheSlotsEntry = listing.lastKey.withUnsafeBytes { KeyHash($0).tag == HashTable.tag(of: slot) }

@@ -8,6 +8,10 @@
 /// the oldest live one, and a fresh index is filled. The time is one sequential read of the file
 /// plus one checksum pass over its records.
 extension CacheStore {
+    /// How much of the ring a rebuild scans between two moves of the index epoch: about a tenth
+    /// of a second here, well within a reader's patience.
+    static let rebuildSignOfLifeBytes = 64 << 20
+
     func rebuild() throws(LarderError) {
         guard !isRebuilding else {
             throw LarderError(.corrupt, "the ring is still inconsistent after recovery", path: path)
@@ -45,10 +49,18 @@ extension CacheStore {
         var highestSequence: UInt64 = 0
         var position = ringStart
         var coveredUpTo = ringStart
+        // A rebuild is one long bracket: it moves the epoch on to the next odd value as it goes,
+        // so that readers of other processes can tell it from a writer that died in one, which
+        // leaves one odd value standing (FORMAT.md 7.7.3).
+        var nextSignOfLife = ringStart + CacheStore.rebuildSignOfLifeBytes
         func padGap(upTo end: Int) {
             if end > coveredUpTo { RecordHeader.writePadding(to: file, at: coveredUpTo, length: end - coveredUpTo) }
         }
         while position + RecordHeader.paddingSize <= ringEnd {
+            if position >= nextSignOfLife {
+                state.beginIndexChange()
+                nextSignOfLife = position + CacheStore.rebuildSignOfLifeBytes
+            }
             if let island = islands.first(where: { $0.offset == position }) {
                 padGap(upTo: position)
                 if let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
