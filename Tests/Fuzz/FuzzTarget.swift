@@ -45,6 +45,19 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     }
     // A small capacity keeps a hostile meta page from making the file grow far.
     guard let cache = try? Cache(path: path, options: .init(capacity: .kilobytes(256))) else { return 0 }
+    let keys = readAround(cache)
+    for index in 0..<8 {
+        try? cache.set(Data(repeating: UInt8(index), count: 100 * index), forKey: "fuzz-\(index)")
+        _ = try? cache.bytes(forKey: "fuzz-\(index)")
+    }
+    if let first = keys.first { _ = try? cache.removeValue(forKey: first) }
+    _ = cache.stats
+    try? cache.close()
+    return 0
+}
+
+/// Lists up to 64 keys, then reads them one by one, lent, and all at once with a key never written.
+private func readAround(_ cache: Cache) -> [[UInt8]] {
     var keys: [[UInt8]] = []
     try? cache.forEachEntry { key, _ in
         keys.append(Array(key))
@@ -54,12 +67,6 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         _ = try? cache.data(forKey: key)
         _ = try? cache.withValue(forKey: key) { $0.count }
     }
-    for index in 0..<8 {
-        try? cache.set(Data(repeating: UInt8(index), count: 100 * index), forKey: "fuzz-\(index)")
-        _ = try? cache.bytes(forKey: "fuzz-\(index)")
-    }
-    if let first = keys.first { _ = try? cache.removeValue(forKey: first) }
-    _ = cache.stats
-    try? cache.close()
-    return 0
+    _ = try? cache.data(forKeys: keys + [Array("never-written".utf8)])
+    return keys
 }
