@@ -45,7 +45,8 @@ extern "C" {
 /* The cache was closed. (Not returned by this API, whose handles are freed by larder_close;
  * kept so that status codes match the Swift API's.) */
 #define LARDER_CLOSED (-9)
-/* Another process or handle has the file open in a way that excludes this open. */
+/* Another process or handle has the file open in a way that excludes this open; or writers of
+ * other processes kept changing what a read or a walk looked at for longer than 5 s. */
 #define LARDER_BUSY (-10)
 
 /* ---- Opening ------------------------------------------------------------------------------- */
@@ -107,17 +108,25 @@ int larder_put(larder *db, const void *key, size_t key_len,
 int larder_get(larder *db, const void *key, size_t key_len,
                void *buf, size_t buf_len, size_t *value_len);
 
-/* Reads count keys at once, as count calls of larder_get would: key i (keys[i], key_lens[i] bytes)
- * into bufs[i] (buf_lens[i] bytes); statuses[i] receives what larder_get would return for it, and
- * value_lens[i] the value's length when that is LARDER_OK or LARDER_BUFFER_TOO_SMALL. On a cache
+/* One key of larder_get_many: what to read and where to, and, filled in, what came of it. */
+typedef struct larder_get_request {
+    const void *key;  /* in: the key, key_len bytes */
+    size_t key_len;
+    void *buf;        /* in: room for the value, buf_len bytes (NULL and 0 ask for its length) */
+    size_t buf_len;
+    size_t value_len; /* out: the value's length, when status is LARDER_OK or LARDER_BUFFER_TOO_SMALL */
+    int status;       /* out: what larder_get would return for this key */
+} larder_get_request;
+
+/* Reads count keys at once, as count calls of larder_get would, one request each. On a cache
  * larger than the processor's caches this reads up to about twice as many keys per second as
- * count calls: the reads of a batch start loading their index slots and records together, so
- * their waits for memory overlap. Returns LARDER_OK when the arrays are there (each key's outcome
- * is in statuses; larder_last_error_message() then tells the last key's error, if any), or
- * LARDER_INVALID_ARGUMENT, reading nothing, when an array is NULL with count > 0 or count is
- * 2^63 or more. */
-int larder_get_many(larder *db, size_t count, const void *const *keys, const size_t *key_lens,
-                    void *const *bufs, const size_t *buf_lens, size_t *value_lens, int *statuses);
+ * count calls of larder_get with small values (less with large ones, whose copy is the read):
+ * the reads of a batch start loading their index slots and records together, so their waits
+ * for memory overlap. Returns LARDER_OK when every request was answered (each in its status;
+ * larder_last_error_message() then holds the message of the last one that failed with an
+ * error, if any), or LARDER_INVALID_ARGUMENT, answering none, when db is NULL, requests is NULL
+ * with count > 0, or count is 2^63 or more. */
+int larder_get_many(larder *db, larder_get_request *requests, size_t count);
 
 /* Returns the value for `key` in memory from malloc: release it with larder_free. */
 int larder_get_alloc(larder *db, const void *key, size_t key_len, void **value, size_t *value_len);

@@ -42,16 +42,16 @@ int main(int argc, char **argv) {
     }
 
     /* Several keys in one call: their lookups overlap, which pays on a large cache. */
-    const void *keys[3] = {"runs", "from-c", "never-written"};
-    size_t key_lens[3] = {4, 6, 13};
     char values[3][32];
-    void *bufs[3] = {values[0], values[1], values[2]};
-    size_t buf_lens[3] = {sizeof values[0], sizeof values[1], sizeof values[2]}, value_lens[3];
-    int statuses[3];
-    if (larder_get_many(db, 3, keys, key_lens, bufs, buf_lens, value_lens, statuses) == LARDER_OK) {
+    larder_get_request requests[3] = {
+        {"runs", 4, values[0], sizeof values[0], 0, 0},
+        {"from-c", 6, values[1], sizeof values[1], 0, 0},
+        {"never-written", 13, values[2], sizeof values[2], 0, 0},
+    };
+    if (larder_get_many(db, requests, 3) == LARDER_OK) {
         for (int i = 0; i < 3; i++) {
-            printf("C example: %s: %s", (const char *)keys[i], larder_strerror(statuses[i]));
-            if (statuses[i] == LARDER_OK) printf(", %zu bytes", value_lens[i]);
+            printf("C example: %s: %s", (const char *)requests[i].key, larder_strerror(requests[i].status));
+            if (requests[i].status == LARDER_OK) printf(", %zu bytes", requests[i].value_len);
             printf("\n");
         }
     }

@@ -93,31 +93,30 @@ public func larderGet(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPoint
 }
 
 @c(larder_get_many)
-public func larderGetMany(_ db: UnsafeMutablePointer<larder>?, _ count: size_t,
-                          _ keys: UnsafePointer<UnsafeRawPointer?>?, _ keyLengths: UnsafePointer<size_t>?,
-                          _ buffers: UnsafePointer<UnsafeMutableRawPointer?>?, _ bufferLengths: UnsafePointer<size_t>?,
-                          _ valueLengths: UnsafeMutablePointer<size_t>?, _ statuses: UnsafeMutablePointer<Int32>?) -> Int32 {
+public func larderGetMany(_ db: UnsafeMutablePointer<larder>?, _ requests: UnsafeMutablePointer<larder_get_request>?,
+                          _ count: size_t) -> Int32 {
     withCache(db) { cache in
         guard count >= 0 else { throw StatusError.invalid("count is \(UInt(bitPattern: count))") }
-        guard count == 0 || (keys != nil && keyLengths != nil && buffers != nil && bufferLengths != nil
-                             && valueLengths != nil && statuses != nil) else {
-            throw StatusError.invalid("an array is NULL")
+        guard let requests else {
+            if count == 0 { return Status.ok }
+            throw StatusError.invalid("requests is NULL")
         }
-        guard let keys, let keyLengths, let buffers, let bufferLengths, let valueLengths, let statuses else { return Status.ok }
-        // A key that cannot be read gets its status, as larder_get would return it; the others
-        // are read all the same.
-        // The bytes each read will look up, which the batch looks at first: none for an entry
+        // The bytes each read will look up, which the batch looks at first: none for a request
         // larder_get would refuse before reading its key.
         let key = { (index: Int) in
-            let refused = keys[index] == nil || (buffers[index] == nil && bufferLengths[index] != 0)
-            return UnsafeRawBufferPointer(start: keys[index], count: refused ? 0 : max(0, keyLengths[index]))
+            let request = requests[index]
+            let refused = request.key == nil || (request.buf == nil && request.buf_len != 0)
+            return UnsafeRawBufferPointer(start: request.key, count: refused ? 0 : max(0, request.key_len))
         }
+        // A request that cannot be answered gets its status, as larder_get would return it; the
+        // others are answered all the same.
         cache.readEach(count: count, key: key) { index in
+            let request = requests + index
             do {
-                statuses[index] = try copyValue(in: cache, keys[index], keyLengths[index], buffers[index],
-                                                bufferLengths[index], valueLengths + index)
+                request.pointee.status = try copyValue(in: cache, request.pointee.key, request.pointee.key_len,
+                                                       request.pointee.buf, request.pointee.buf_len, &request.pointee.value_len)
             } catch {
-                statuses[index] = Status.of(error)
+                request.pointee.status = Status.of(error)
             }
         }
         return Status.ok

@@ -82,52 +82,47 @@ static void test_put_get_delete(void) {
 static void test_get_many(void) {
     larder *db = open_fresh("many.larder", NULL);
     char key[40][16];
-    size_t key_len[40];
-    const void *keys[40];
     char value_store[40][64];
-    void *bufs[40];
-    size_t buf_lens[40], value_lens[40];
-    int statuses[40];
+    larder_get_request requests[40];
     for (int i = 0; i < 40; i++) {
-        key_len[i] = (size_t)snprintf(key[i], sizeof key[i], "key-%d", i);
-        keys[i] = key[i];
-        bufs[i] = value_store[i];
-        buf_lens[i] = sizeof value_store[i];
-        value_lens[i] = 999;
-        statuses[i] = 999;
+        size_t key_len = (size_t)snprintf(key[i], sizeof key[i], "key-%d", i);
+        larder_get_request request = {key[i], key_len, value_store[i], sizeof value_store[i], 999, 999};
+        requests[i] = request;
         /* Even keys are stored, with i bytes of value i. */
         if (i % 2 == 0) {
             char value[64];
             memset(value, i, sizeof value);
-            CHECK(larder_put(db, key[i], key_len[i], value, (size_t)i, 0) == LARDER_OK);
+            CHECK(larder_put(db, key[i], key_len, value, (size_t)i, 0) == LARDER_OK);
         }
     }
-    buf_lens[30] = 5;                   /* too small for 30 bytes */
-    bufs[32] = NULL, buf_lens[32] = 0;  /* asks for the size */
-    keys[35] = NULL;                    /* a NULL key */
-    key_len[37] = 0;                    /* an empty key */
-    CHECK(larder_get_many(db, 40, keys, key_len, bufs, buf_lens, value_lens, statuses) == LARDER_OK);
+    requests[30].buf_len = 5;                      /* too small for 30 bytes */
+    requests[32].buf = NULL, requests[32].buf_len = 0; /* asks for the length */
+    requests[34].buf = NULL;                       /* NULL with a length: refused */
+    requests[35].key = NULL;                       /* a NULL key */
+    requests[37].key_len = 0;                      /* an empty key */
+    CHECK(larder_get_many(db, requests, 40) == LARDER_OK);
     int right = 1;
     for (int i = 0; i < 40; i++) {
-        int expected = i == 35 || i == 37 ? LARDER_INVALID_ARGUMENT
-                     : i % 2 != 0         ? LARDER_NOT_FOUND
-                     : i == 30 || i == 32 ? LARDER_BUFFER_TOO_SMALL
-                                          : LARDER_OK;
-        if (statuses[i] != expected) right = 0;
+        int expected = i == 34 || i == 35 || i == 37 ? LARDER_INVALID_ARGUMENT
+                     : i % 2 != 0                    ? LARDER_NOT_FOUND
+                     : i == 30 || i == 32            ? LARDER_BUFFER_TOO_SMALL
+                                                     : LARDER_OK;
+        if (requests[i].status != expected) right = 0;
         if (expected == LARDER_OK || expected == LARDER_BUFFER_TOO_SMALL) {
-            if (value_lens[i] != (size_t)i) right = 0;
+            if (requests[i].value_len != (size_t)i) right = 0;
+        } else if (requests[i].value_len != 999) {
+            right = 0;
         }
         if (expected == LARDER_OK) {
             for (int j = 0; j < i; j++) {
                 if (value_store[i][j] != (char)i) right = 0;
             }
         }
-        if (i % 2 != 0 && value_lens[i] != 999) right = 0;
     }
     CHECK(right);
-    CHECK(larder_get_many(db, 0, NULL, NULL, NULL, NULL, NULL, NULL) == LARDER_OK);
-    CHECK(larder_get_many(db, 2, keys, key_len, bufs, buf_lens, value_lens, NULL) == LARDER_INVALID_ARGUMENT);
-    CHECK(larder_get_many(NULL, 2, keys, key_len, bufs, buf_lens, value_lens, statuses) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_get_many(db, NULL, 0) == LARDER_OK);
+    CHECK(larder_get_many(db, NULL, 2) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_get_many(NULL, requests, 2) == LARDER_INVALID_ARGUMENT);
     larder_close(db);
 }
 

@@ -120,6 +120,8 @@ struct ListingWhileWritingTests {
                 store.state.endIndexChange()
                 return
             }
+            // Only once the brackets have begun.
+            while store.state.indexEpoch & 1 == 0 { usleep(100) }
             code = errorCode { _ = try cache.keys }
             done.store(1)
         }

@@ -76,12 +76,16 @@ func limitFileSize(to bytes: Int) -> Bool {
     return setrlimit(resource, &limit) == 0
 }
 
-/// The code of the `LarderError` that `body` throws, or nil when it throws nothing.
+/// The code of the `LarderError` that `body` throws, or nil when it throws nothing (another error
+/// fails the test).
 func errorCode(_ body: () throws -> Void) -> LarderError.Code? {
     do {
         try body()
         return nil
+    } catch let error as LarderError {
+        return error.code
     } catch {
-        return (error as? LarderError)?.code
+        Issue.record(error, "not a LarderError")
+        return nil
     }
 }

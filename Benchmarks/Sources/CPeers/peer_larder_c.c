@@ -53,14 +53,7 @@ const bench_peer bench_peer_larder_c = {
 void bench_larder_c_batched_gets(void *handle, const bench_data *data, const uint32_t *ops, size_t ops_count,
                                  uint64_t max_ns, void *bufs, bench_result *out) {
     bench_result r = {0};
-    const void *keys[BENCH_BATCH];
-    size_t key_lens[BENCH_BATCH], buf_lens[BENCH_BATCH], value_lens[BENCH_BATCH];
-    void *buffers[BENCH_BATCH];
-    int statuses[BENCH_BATCH];
-    for (size_t j = 0; j < BENCH_BATCH; j++) {
-        buffers[j] = (uint8_t *)bufs + j * data->value_len;
-        buf_lens[j] = data->value_len;
-    }
+    larder_get_request requests[BENCH_BATCH];
     uint64_t start = bench_now_ns();
     uint64_t deadline = max_ns ? start + max_ns : UINT64_MAX;
     size_t i = 0;
@@ -69,17 +62,19 @@ void bench_larder_c_batched_gets(void *handle, const bench_data *data, const uin
         for (; i + BENCH_BATCH <= end; i += BENCH_BATCH) {
             for (size_t j = 0; j < BENCH_BATCH; j++) {
                 uint32_t index = ops[i + j] & BENCH_OP_INDEX_MASK;
-                keys[j] = data->keys + (size_t)index * BENCH_KEY_STRIDE;
-                key_lens[j] = data->key_lens[index];
+                requests[j].key = data->keys + (size_t)index * BENCH_KEY_STRIDE;
+                requests[j].key_len = data->key_lens[index];
+                requests[j].buf = (uint8_t *)bufs + j * data->value_len;
+                requests[j].buf_len = data->value_len;
             }
-            if (larder_get_many(handle, BENCH_BATCH, keys, key_lens, buffers, buf_lens, value_lens, statuses) != LARDER_OK) {
+            if (larder_get_many(handle, requests, BENCH_BATCH) != LARDER_OK) {
                 bench_set_error("larder_get_many: %s", larder_last_error_message());
                 r.errors += BENCH_BATCH;
                 continue;
             }
             for (size_t j = 0; j < BENCH_BATCH; j++) {
-                if (statuses[j] == LARDER_OK && value_lens[j] == data->value_len) r.found++;
-                else if (statuses[j] == LARDER_NOT_FOUND) r.not_found++;
+                if (requests[j].status == LARDER_OK && requests[j].value_len == data->value_len) r.found++;
+                else if (requests[j].status == LARDER_NOT_FOUND) r.not_found++;
                 else r.errors++;
             }
         }

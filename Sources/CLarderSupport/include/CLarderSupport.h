@@ -159,7 +159,8 @@ void lrd_rwlock_write_unlock(uint64_t *word);
 #else
 #define LRD_THREAD_LOCAL _Thread_local
 #endif
-/* The cache (an opaque pointer) whose memory this thread is borrowing, or NULL (BorrowMarker). */
+/* The innermost of this thread's borrows (a list through its stack frames), or NULL
+ * (BorrowMarker). */
 extern LRD_THREAD_LOCAL void *lrd_thread_borrowed;
 /* Whether this thread holds an error message for the C API (LastError). */
 extern LRD_THREAD_LOCAL int lrd_thread_has_error_message;

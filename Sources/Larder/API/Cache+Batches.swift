@@ -16,11 +16,14 @@ extension Cache {
 
     /// Calls `body` with the value of each of `keys`, in order: its position in `keys`, and its
     /// bytes, or nil when it is missing or expired. The bytes are a copy, valid only during the
-    /// call. Each read counts as a hit or a miss, and a hit as a use, as a single read does.
+    /// call. Each read counts as a hit or a miss, and a hit as a use, as a single read does. A key
+    /// that cannot be read (empty, too long; a damaged record) throws when its turn comes, after
+    /// `body` has had the values before it.
     ///
-    /// On a cache larger than the processor's caches this reads up to about twice as many keys
-    /// per second as one call per key (BENCHMARKS.md, batched reads): the reads of a batch wait
-    /// for memory together instead of in turn.
+    /// On a cache larger than the processor's caches this reads up to about twice as many small
+    /// values per second as one call per key (BENCHMARKS.md, batched reads): the reads of a batch
+    /// wait for memory together instead of in turn. Large values gain nothing: their copy is the
+    /// read.
     ///
     /// ```swift
     /// try cache.withValues(forKeys: thumbnailURLs) { index, bytes in
@@ -33,8 +36,30 @@ extension Cache {
     public func withValues<Keys: Collection>(forKeys keys: Keys,
                                              _ body: (_ index: Int, _ value: UnsafeRawBufferPointer?) throws -> Void) throws
     where Keys.Element: CacheKey {
-        // Inlined into the caller, where the key type is concrete: only gathering the keys' bytes
-        // is generic, the rest is `readBatch`.
+        // Memory for values over 4 KiB, kept from batch to batch.
+        var large: UnsafeMutableRawBufferPointer?
+        defer { large?.deallocate() }
+        try forEachBatch(of: keys) { batch, firstIndex in try readBatch(batch, firstIndex: firstIndex, large: &large, body) }
+    }
+
+    /// The values of `keys`, in order: nil where a key is missing or expired. Read as
+    /// ``withValues(forKeys:_:)`` reads them, each copied once, into its `Data`.
+    ///
+    /// The corresponding C function is `larder_get_many`.
+    @inlinable
+    public func data<Keys: Collection>(forKeys keys: Keys) throws(LarderError) -> [Data?] where Keys.Element: CacheKey {
+        var values: [Data?] = []
+        values.reserveCapacity(keys.count)
+        try forEachBatch(of: keys) { (batch, _) throws(LarderError) in try appendData(of: batch, to: &values) }
+        return values
+    }
+
+    /// Calls `body` with the bytes of `keys` a batch at a time, and the position of each batch's
+    /// first key in `keys`. Inlined into the caller, where the key type is concrete: only
+    /// gathering the keys' bytes is generic.
+    @inlinable
+    func forEachBatch<Keys: Collection, E: Error>(of keys: Keys, _ body: (KeyBatch, Int) throws(E) -> Void) throws(E)
+    where Keys.Element: CacheKey {
         var batch = KeyBatch()
         var position = 0
         var start = keys.startIndex
@@ -42,53 +67,48 @@ extension Cache {
             let end = keys.index(start, offsetBy: Cache.batchWidth, limitedBy: keys.endIndex) ?? keys.endIndex
             batch.removeAll()
             for key in keys[start..<end] { key.withCacheKeyBytes { batch.append($0) } }
-            try readBatch(batch, firstIndex: position, body)
+            try body(batch, position)
             position += batch.count
             start = end
         }
     }
 
-    /// The values of `keys`, in order: nil where a key is missing or expired. See
-    /// ``withValues(forKeys:_:)``, which this calls.
-    ///
-    /// The corresponding C function is `larder_get_many`.
-    @inlinable
-    public func data<Keys: Collection>(forKeys keys: Keys) throws(LarderError) -> [Data?] where Keys.Element: CacheKey {
-        var values: [Data?] = []
-        values.reserveCapacity(keys.count)
-        do {
-            try withValues(forKeys: keys) { _, bytes in values.append(bytes.map { Data($0) }) }
-        } catch let error as LarderError {
-            throw error
-        } catch {
-            preconditionFailure("the closure does not throw")
-        }
-        return values
-    }
-
     /// `withValues` for one batch of keys, the first of which is at `firstIndex` in the caller's.
+    /// Values up to 4 KiB are copied to the stack, larger ones to `large` (grown as needed).
     @usableFromInline
-    func readBatch(_ batch: KeyBatch, firstIndex: Int,
+    func readBatch(_ batch: KeyBatch, firstIndex: Int, large: inout UnsafeMutableRawBufferPointer?,
                    _ body: (_ index: Int, _ value: UnsafeRawBufferPointer?) throws -> Void) throws {
-        // Values up to 4 KiB are copied to the stack, larger ones to memory kept for the rest of
-        // the batch: no allocation for most calls.
         try withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 16) { onStack in
-            var value = onStack
-            var allocated: UnsafeMutableRawBufferPointer?
-            defer { allocated?.deallocate() }
             try batch.withKeys { keyAt in
                 try readEach(count: batch.count, key: keyAt) { index in
                     let key = keyAt(index)
-                    var length = try copyValue(forKeyBytes: key, into: value)
-                    while let needed = length, needed > value.count {
-                        allocated?.deallocate()
-                        allocated = .allocate(byteCount: needed, alignment: 16)
-                        value = allocated!
-                        length = try copyValue(forKeyBytes: key, into: value)
+                    var buffer = large.map { $0.count > onStack.count ? $0 : onStack } ?? onStack
+                    var length = try copyValue(forKeyBytes: key, into: buffer)
+                    while let needed = length, needed > buffer.count {
+                        large?.deallocate()
+                        large = .allocate(byteCount: needed, alignment: 16)
+                        buffer = large!
+                        length = try copyValue(forKeyBytes: key, into: buffer)
                     }
-                    try body(firstIndex + index, length.map { UnsafeRawBufferPointer(rebasing: value[..<$0]) })
+                    try body(firstIndex + index, length.map { UnsafeRawBufferPointer(rebasing: buffer[..<$0]) })
                 }
             }
+        }
+    }
+
+    /// `data(forKeys:)` for one batch of keys: appends their values to `values`.
+    @usableFromInline
+    func appendData(of batch: KeyBatch, to values: inout [Data?]) throws(LarderError) {
+        do {
+            try batch.withKeys { keyAt in
+                try readEach(count: batch.count, key: keyAt) { (index) throws(LarderError) in
+                    values.append(try copyData(forKey: keyAt(index), includingExpired: false))
+                }
+            }
+        } catch let error as LarderError {
+            throw error
+        } catch {
+            preconditionFailure("only reads throw here")
         }
     }
 

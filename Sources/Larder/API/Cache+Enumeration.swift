@@ -57,11 +57,10 @@ extension Cache {
     public func forEach<Value: Decodable>(_ type: Value.Type, withPrefix prefix: some CacheKey = "",
                                           coder: (any CacheCoder)? = nil,
                                           _ body: (_ key: Data, _ value: Value) throws -> Void) throws {
-        let keys = try keys(withPrefix: prefix)
-        // A batch read: the values' waits for memory overlap. Each is read just before its turn.
-        try withValues(forKeys: keys) { index, bytes in
-            guard let bytes, let value = try? decoded(type, from: Data(bytes), coder: coder) else { return }
-            try body(keys[index], value)
+        for key in try keys(withPrefix: prefix) {
+            guard let data = try data(forKey: key),
+                  let value = try? decoded(type, from: data, coder: coder) else { continue }
+            try body(key, value)
         }
     }
 

@@ -177,7 +177,8 @@ public final class Cache: @unchecked Sendable {
     /// Lends the value for `key` to `body` without copying it, straight from the mapped file.
     ///
     /// The buffer is valid only during `body`; do not let it escape. Writing to this cache from
-    /// inside `body` throws `.invalidArgument` (it would deadlock); reads are fine.
+    /// inside `body` throws `.invalidArgument` (a write could be asked to overwrite the bytes
+    /// lent); reads are fine.
     ///
     /// - Returns: What `body` returns, or `nil` when the key is missing or expired.
     /// - Throws: `.corrupt` when the stored value fails its checksum; whatever `body` throws.
@@ -405,8 +406,8 @@ public final class Cache: @unchecked Sendable {
     /// cache throw `.closed`. Calling `close()` again does nothing. Close a cache only when no
     /// other thread is inside `withValue(forKey:_:)` on it: reads take no lock, so closing does not
     /// wait for them, and bytes lent when the file is let go are no longer protected from writers
-    /// of other processes. Closing from inside such a closure on its own thread throws
-    /// `.invalidArgument`.
+    /// of other processes. Closing from inside such a closure, or from inside this cache's
+    /// `forEachEntry`, on its own thread throws `.invalidArgument`.
     ///
     /// The corresponding C function is `larder_close`.
     public func close() throws(LarderError) {

@@ -29,7 +29,9 @@ public struct LarderError: Error, Equatable, Sendable, CustomStringConvertible {
         public static let full = Code(rawValue: -8)
         /// The cache was closed.
         public static let closed = Code(rawValue: -9)
-        /// Another process has the file open in a way that excludes this open.
+        /// Another process has the file open in a way that excludes this open; or writers of
+        /// other processes kept changing what a read or a listing looked at for longer than its
+        /// patience (5 s).
         public static let busy = Code(rawValue: -10)
 
         /// The code in a few words: "invalid argument", "disk full", ...

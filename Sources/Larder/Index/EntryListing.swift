@@ -34,7 +34,6 @@ struct EntryListing {
 
     var isFinished: Bool { nextTag >= EntryListing.tagCount }
 
-
     /// The tags of the next step, for an active table of `activeSlotCount` slots.
     fileprivate func nextTags(activeSlotCount: Int) -> Range<UInt32> {
         let width = max(1, EntryListing.tagCount / activeSlotCount) * EntryListing.homeSlotsPerStep
@@ -145,6 +144,7 @@ extension CacheStore {
                 return false
             }
             listing.append(key: keyBytes(at: offset, header: header), valueLength: header.rawLength)
+            // The re-check looks at the offset and header only.
             let found = FoundEntry(offset: offset, header: header, inDraining: false, slotIndex: 0)
             guard isUnchanged(found, in: view) else {
                 listing.removeLast()

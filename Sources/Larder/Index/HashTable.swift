@@ -107,7 +107,6 @@ struct HashTable {
     ///
     /// - Returns: false when it read every slot without finding that empty slot (a table with
     ///   none is damaged: writers keep a quarter of the slots empty).
-    @discardableResult
     func collectSlots(withTagsIn tags: Range<UInt32>, into found: inout [UInt64]) -> Bool {
         guard !tags.isEmpty else { return true }
         let lastHome = home(ofTag: tags.upperBound - 1)
