@@ -22,8 +22,9 @@ extension Cache {
     ///
     /// On a cache larger than the processor's caches this reads up to about twice as many small
     /// values per second as one call per key (BENCHMARKS.md, batched reads): the reads of a batch
-    /// wait for memory together instead of in turn. Large values gain nothing: their copy is the
-    /// read.
+    /// wait for memory together instead of in turn. Large values gain nothing (their copy is the
+    /// read), and a copy of them made in `body` is a second one: read those with
+    /// ``copyValue(forKey:into:)`` or ``withValue(forKey:_:)``.
     ///
     /// ```swift
     /// try cache.withValues(forKeys: thumbnailURLs) { index, bytes in
