@@ -100,31 +100,31 @@ struct ListingWhileWritingTests {
         #expect(listed.values.allSatisfy { $0 == 1 })
     }
 
-    /// A writer that keeps the index changing for longer than a read's patience (here, one that
-    /// opens bracket after bracket) makes a listing fail with `.busy` rather than list an index
-    /// caught half rearranged; once it stops, the listing lists every key.
-    @Test(.timeLimit(.minutes(1))) func aListingThatNeverFindsTheIndexSettledIsBusy() throws {
+    /// Writers that keep changing what a listing reads for longer than a read's patience (here,
+    /// at every attempt, a record of the step is marked dead inside a new bracket of the epoch,
+    /// as a writer replacing it would) make the listing fail with `.busy` rather than list what
+    /// it cannot vouch for; once they stop, the listing lists every key.
+    @Test(.timeLimit(.minutes(1))) func aListingWhoseRecordsKeepChangingIsBusy() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
         for index in 0..<1000 { try cache.set([1], forKey: "k\(index)") }
-        // What a writer of another process does to the shared state; the store is this test's.
-        nonisolated(unsafe) let store = cache.store
-        let done = AtomicWord()
-        nonisolated(unsafe) var code: LarderError.Code?
-        runOnThreads(2) { thread in
-            if thread == 0 {
-                while done.load() == 0 {
-                    store.state.beginIndexChange()
-                    usleep(20)
-                }
-                store.state.endIndexChange()
-                return
-            }
-            // Only once the brackets have begun.
-            while store.state.indexEpoch & 1 == 0 { usleep(100) }
-            code = errorCode { _ = try cache.keys }
-            done.store(1)
+        let store = cache.store
+        var changed: Int?
+        func restore() {
+            if let changed { RecordHeader.markLiveAgain(in: store.file, at: changed) }
+            changed = nil
         }
+        store.listingStepHook = { slots in
+            restore()
+            guard let first = slots.first else { return }
+            store.state.beginIndexChange()
+            changed = HashTable.offset(of: first)
+            RecordHeader.markDead(in: store.file, at: changed!)
+        }
+        let code = errorCode { _ = try cache.keys }
+        store.listingStepHook = nil
+        restore()
+        store.state.endIndexChange()
         #expect(code == .busy)
         #expect(try cache.keys.count == 1000)
     }

@@ -295,7 +295,7 @@ struct ReplacingInPlaceTests {
         var generator = SplitMix(seed: 4)
         // Until both sides have done their share, however the machine schedules them.
         while (reads < 20_000 || updates < 5_000) && Date() < deadline {
-            if reads % 64 == 0 {
+            if reads % 256 == 0 {
                 updates = cache.stats.updates
                 // This loop must not keep the test runner's shared threads from other tests.
                 await Task.yield()

@@ -27,8 +27,11 @@ struct EntryListing {
     /// The keys one step found, one after another, and where each starts with its value's length.
     private var keyBytes: [UInt8] = []
     private var entries: [(keyStart: Int, valueLength: Int)] = []
-    /// The slots of one step's tags, reused from step to step.
+    /// The slots of one step's tags, and every slot value the step read from each table, reused
+    /// from step to step.
     fileprivate var slots: [UInt64] = []
+    fileprivate var readFromActive: [UInt64] = []
+    fileprivate var readFromDraining: [UInt64] = []
     /// The waits of the step being taken.
     private var retry = CacheStore.Retry()
 
@@ -101,19 +104,21 @@ extension CacheStore {
         let epoch = state.indexEpoch
         listing.note(epoch: epoch)
         var abandoned = epoch & 1 != 0 && epoch == lrd_load_relaxed_u64(abandonedEpoch)
-        if epoch & 1 != 0 && !abandoned {
-            guard listing.hasWaitedOut(epoch) else { return false }
-            // Its writer died in the middle: list what the index holds, as a point read answers
-            // then, until a writer comes and repairs it (under a new odd epoch, waited for anew).
+        if epoch & 1 != 0 && !abandoned && listing.hasWaitedOut(epoch) {
+            // Its writer died in the middle: records it left half written are taken for removed,
+            // as a point read answers a miss then, until a writer comes and repairs the file
+            // (under a new odd epoch, waited for anew).
             if state.indexEpoch == epoch { lrd_store_relaxed_u64(abandonedEpoch, epoch) }
             abandoned = true
         }
-        // Whether no writer has changed the index since `epoch` was read.
+        // Whether no writer has changed the index or written a record over since `epoch` was read.
         func indexStayedAsRead() -> Bool { state.indexEpoch == epoch && (epoch & 1 == 0 || abandoned) }
         func collectSlots(withTagsIn tags: Range<UInt32>) -> Bool {
             listing.slots.removeAll(keepingCapacity: true)
-            let active = view.active.collectSlots(withTagsIn: tags, into: &listing.slots)
-            let draining = view.draining?.collectSlots(withTagsIn: tags, into: &listing.slots) ?? true
+            listing.readFromActive.removeAll(keepingCapacity: true)
+            listing.readFromDraining.removeAll(keepingCapacity: true)
+            let active = view.active.collectSlots(withTagsIn: tags, into: &listing.slots, reading: &listing.readFromActive)
+            let draining = view.draining?.collectSlots(withTagsIn: tags, into: &listing.slots, reading: &listing.readFromDraining) ?? true
             return active && draining
         }
         if !collectSlots(withTagsIn: tags) {
@@ -122,7 +127,14 @@ extension CacheStore {
             tags = tags.lowerBound..<UInt32(EntryListing.tagCount)
             _ = collectSlots(withTagsIn: tags)
         }
-        guard indexStayedAsRead() else { return false }
+        // The slots read are all the step's entries if no writer changed the index meanwhile, or
+        // else if every slot read still holds what it held: writers that only write records over
+        // in place (each in a bracket of the epoch) move no slot, and neither does one that
+        // paused or died in the middle of a change (where each key is in a slot throughout).
+        guard indexStayedAsRead()
+                || (view.active.stillHolds(listing.readFromActive, from: tags)
+                    && view.draining?.stillHolds(listing.readFromDraining, from: tags) != false)
+        else { return false }
         listingStepHook?(listing.slots)
         // Each slot once (a damaged index, or one a writer died rearranging, may hold one twice),
         // and the records in file order.

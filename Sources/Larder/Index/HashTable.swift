@@ -105,14 +105,16 @@ struct HashTable {
     /// to the first empty slot past the last tag's home hold all of them. Looks at each slot at
     /// most once.
     ///
+    /// - Parameter read: gets every slot value read, in order, for `stillHolds`.
     /// - Returns: false when it read every slot without finding that empty slot (a table with
     ///   none is damaged: writers keep a quarter of the slots empty).
-    func collectSlots(withTagsIn tags: Range<UInt32>, into found: inout [UInt64]) -> Bool {
+    func collectSlots(withTagsIn tags: Range<UInt32>, into found: inout [UInt64], reading read: inout [UInt64]) -> Bool {
         guard !tags.isEmpty else { return true }
         let lastHome = home(ofTag: tags.upperBound - 1)
         var index = home(ofTag: tags.lowerBound)
         for _ in 0..<slotCount {
             let slot = self[index]
+            read.append(slot)
             if slot == HashTable.empty {
                 if index > lastHome { return true }
             } else if HashTable.isEntry(slot), tags.contains(HashTable.tag(of: slot)) {
@@ -121,6 +123,20 @@ struct HashTable {
             index &+= 1
         }
         return false
+    }
+
+    /// Whether the slots from the home of the first of `tags` still hold `read`, one after
+    /// another, as `collectSlots` read them. If so, the entries it found were all there were:
+    /// a key that moved past its reading would have changed a slot it had read (writers move an
+    /// entry only back towards its home, or into the active table, which is read first, and
+    /// never put a slot value back where it was).
+    func stillHolds(_ read: [UInt64], from tags: Range<UInt32>) -> Bool {
+        var index = home(ofTag: tags.lowerBound)
+        for value in read {
+            if self[index] != value { return false }
+            index &+= 1
+        }
+        return true
     }
 
     /// Puts `slot` in the first empty slot of its probe sequence, and returns that slot's index.
