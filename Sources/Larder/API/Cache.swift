@@ -304,8 +304,8 @@ public final class Cache: @unchecked Sendable {
     /// written, removed or moved meanwhile; one written or removed meanwhile may or may not be.
     /// Closing this cache from inside `body` throws `.invalidArgument`. Writers of other
     /// processes that keep the index changing for longer than a read's patience (5 s) make the
-    /// listing throw `.busy`; a change left half done by a writer that died is waited out once
-    /// and then listed as it stands (FORMAT.md 7.7.4).
+    /// listing throw `.busy`; a record left half written by a writer that died is waited for
+    /// once, for that patience, and then left out, as a read of it misses (FORMAT.md 7.7.4).
     ///
     /// The corresponding C function is `larder_foreach`.
     public func forEachEntry(_ body: (_ key: UnsafeRawBufferPointer, _ valueLength: Int) throws -> Bool) throws {
