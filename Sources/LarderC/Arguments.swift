@@ -36,8 +36,16 @@ enum Arguments {
         return StatusError.invalid("\(name) is NULL with a length of \(length)")
     }
 
-    /// A buffer's length: one of 2^63 bytes or more holds any value.
-    static func bufferLength(_ length: Int) -> Int { length < 0 ? Int.max : length }
+    /// The key and the caller's buffer of a read (`larder_get`, a `larder_get_request`): the
+    /// buffer may be NULL only with length 0, and one of 2^63 bytes or more holds any value.
+    static func read(key: UnsafeRawPointer?, _ keyLength: Int, into buffer: UnsafeMutableRawPointer?, _ bufferLength: Int)
+        -> Result<(key: UnsafeRawBufferPointer, buffer: UnsafeMutableRawBufferPointer), StatusError> {
+        guard buffer != nil || bufferLength == 0 else {
+            return .failure(StatusError.invalid("buf is NULL with a length of \(bufferLength)"))
+        }
+        let capacity = bufferLength < 0 ? Int.max : bufferLength
+        return Self.key(key, keyLength).map { ($0, UnsafeMutableRawBufferPointer(start: buffer, count: capacity)) }
+    }
 
     /// The expiry a `ttl_ms` stands for: nil for the cache's default.
     static func expiry(ttlMilliseconds ttl: UInt64) -> Expiry? {

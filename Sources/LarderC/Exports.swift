@@ -105,8 +105,8 @@ public func larderGetMany(_ db: UnsafeMutablePointer<larder>?, _ requests: Unsaf
         // larder_get would refuse before reading its key.
         let key = { (index: Int) in
             let request = requests[index]
-            let refused = request.key == nil || (request.buf == nil && request.buf_len != 0)
-            return UnsafeRawBufferPointer(start: request.key, count: refused ? 0 : max(0, request.key_len))
+            let read = try? Arguments.read(key: request.key, request.key_len, into: request.buf, request.buf_len).get()
+            return read?.key ?? UnsafeRawBufferPointer(start: nil, count: 0)
         }
         // A request that cannot be answered gets its status, as larder_get would return it; the
         // others are answered all the same.
@@ -126,14 +126,12 @@ public func larderGetMany(_ db: UnsafeMutablePointer<larder>?, _ requests: Unsaf
 /// What larder_get does once its handle and `value_len` are checked.
 private func copyValue(in cache: Cache, _ key: UnsafeRawPointer?, _ keyLength: Int, _ buffer: UnsafeMutableRawPointer?,
                        _ bufferLength: Int, _ valueLength: UnsafeMutablePointer<size_t>) throws -> Int32 {
-    guard buffer != nil || bufferLength == 0 else { throw StatusError.invalid("buf is NULL with a length of \(bufferLength)") }
-    let keyBytes = try Arguments.key(key, keyLength).get()
+    let read = try Arguments.read(key: key, keyLength, into: buffer, bufferLength).get()
     // Straight into the caller's buffer: no pin, no allocation.
-    let capacity = Arguments.bufferLength(bufferLength)
-    let length = try cache.copyValue(forKey: keyBytes, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
+    let length = try cache.copyValue(forKey: read.key, into: read.buffer)
     guard let length else { return Status.notFound }
     valueLength.pointee = length
-    return length <= capacity ? Status.ok : Status.bufferTooSmall
+    return length <= read.buffer.count ? Status.ok : Status.bufferTooSmall
 }
 
 @c(larder_get_alloc)

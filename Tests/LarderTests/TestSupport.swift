@@ -63,6 +63,15 @@ func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
     for _ in 0..<count { finished.wait() }
 }
 
+/// Runs `body` on a thread of its own and waits for it without holding a thread of Swift's shared
+/// pool, which a test that reads or writes without pause would otherwise keep from other tests
+/// (and then wait for, in its turn, whenever it yields).
+func onOwnThread<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Swift.Result { try body() }) }.start()
+    }
+}
+
 /// Lets this process write no file past `bytes` (a full disk, as `setrlimit(RLIMIT_FSIZE)` makes
 /// one), with writes past it failing with `EFBIG` instead of a signal. For exit tests' children.
 func limitFileSize(to bytes: Int) -> Bool {

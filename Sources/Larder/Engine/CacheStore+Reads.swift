@@ -106,14 +106,28 @@ extension CacheStore {
                 if state.changeCounter != view.changeCounter { throw LarderError.staleView }
                 return nil
             }
-            if epoch == lrd_load_relaxed_u64(abandonedEpoch) && state.indexEpoch == epoch { return nil }
-            retry.note(epoch: epoch)
-            if !retry.wait() {
-                // Until a writer comes and ends this change, later misses answer at once.
-                if retry.hasWaitedOut(epoch) && state.indexEpoch == epoch { lrd_store_relaxed_u64(abandonedEpoch, epoch) }
+            if writerDied(in: epoch, noting: &retry) && state.indexEpoch == epoch { return nil }
+            guard retry.wait() else {
+                // A miss; and if the change stood all along (which the wait may have just made
+                // true), it is recorded as a dead writer's.
+                _ = writerDied(in: epoch, noting: &retry)
                 return nil
             }
         }
+    }
+
+    /// Reader: whether `epoch`, read from the file, is the odd epoch of a writer that died in its
+    /// bracket: one a read of this process already found so, or one that `retry`'s attempts have
+    /// now seen stand for a whole patience. The second kind is recorded, so that until a writer
+    /// comes and ends the change (under another epoch, waited for anew), later reads do not wait
+    /// on it again. Point reads then answer a miss, listings leave out what it left half written.
+    func writerDied(in epoch: UInt64, noting retry: inout Retry) -> Bool {
+        guard epoch & 1 != 0 else { return false }
+        if epoch == lrd_load_relaxed_u64(abandonedEpoch) { return true }
+        retry.note(epoch: epoch)
+        guard retry.hasWaitedOut(epoch) else { return false }
+        if state.indexEpoch == epoch { lrd_store_relaxed_u64(abandonedEpoch, epoch) }
+        return true
     }
 
     /// Reader: whether no writer of any process was rearranging the index when `epoch` was read,

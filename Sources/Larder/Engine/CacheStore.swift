@@ -66,7 +66,7 @@ final class CacheStore {
     /// Hits and misses of this process not yet added to the file's counters (atomic cells).
     let localCounters: UnsafeMutablePointer<UInt64>
     /// An odd index epoch this process's readers waited out their patience on (0: none), an
-    /// atomic cell: its writer died mid-change. Misses do not wait on it again (`find`).
+    /// atomic cell: its writer died mid-change. Reads do not wait on it again (`writerDied`).
     let abandonedEpoch: UnsafeMutablePointer<UInt64>
     /// Whether the last open found the file unclean and rebuilt it.
     private(set) var recoveredOnOpen = false

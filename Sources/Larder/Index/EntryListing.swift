@@ -33,7 +33,7 @@ struct EntryListing {
     fileprivate var readFromActive: [UInt64] = []
     fileprivate var readFromDraining: [UInt64] = []
     /// The waits of the step being taken.
-    private var retry = CacheStore.Retry()
+    fileprivate var retry = CacheStore.Retry()
 
     var isFinished: Bool { nextTag >= EntryListing.tagCount }
 
@@ -46,10 +46,6 @@ struct EntryListing {
     /// Waits, with no lock held, before the step is attempted again; false once the step's
     /// patience has run out.
     mutating func backOff() -> Bool { retry.wait() }
-
-    fileprivate mutating func note(epoch: UInt64) { retry.note(epoch: epoch) }
-
-    fileprivate func hasWaitedOut(_ epoch: UInt64) -> Bool { retry.hasWaitedOut(epoch) }
 
     fileprivate mutating func startAttempt() {
         keyBytes.removeAll(keepingCapacity: true)
@@ -102,15 +98,8 @@ extension CacheStore {
         let now = SystemCall.nowMilliseconds()
         listing.startAttempt()
         let epoch = state.indexEpoch
-        listing.note(epoch: epoch)
-        var abandoned = epoch & 1 != 0 && epoch == lrd_load_relaxed_u64(abandonedEpoch)
-        if epoch & 1 != 0 && !abandoned && listing.hasWaitedOut(epoch) {
-            // Its writer died in the middle: records it left half written are taken for removed,
-            // as a point read answers a miss then, until a writer comes and repairs the file
-            // (under a new odd epoch, waited for anew).
-            if state.indexEpoch == epoch { lrd_store_relaxed_u64(abandonedEpoch, epoch) }
-            abandoned = true
-        }
+        // A dead writer's file holds still: records it left half written are taken for removed.
+        let abandoned = writerDied(in: epoch, noting: &listing.retry)
         // Whether no writer has changed the index or written a record over since `epoch` was read.
         func indexStayedAsRead() -> Bool { state.indexEpoch == epoch && (epoch & 1 == 0 || abandoned) }
         func collectSlots(withTagsIn tags: Range<UInt32>) -> Bool {
