@@ -102,6 +102,26 @@ void larder_close(larder *db);
 int larder_put(larder *db, const void *key, size_t key_len,
                const void *value, size_t value_len, uint64_t ttl_ms);
 
+/* One entry of larder_put_many: what to store and, filled in, what came of it. */
+typedef struct larder_put_request {
+    const void *key;   /* in: the key, key_len bytes */
+    size_t key_len;
+    const void *value; /* in: the value, value_len bytes (NULL only with 0) */
+    size_t value_len;
+    uint64_t ttl_ms;   /* in: as larder_put's */
+    int status;        /* out: what larder_put would return for this entry */
+} larder_put_request;
+
+/* Stores count entries, in order, as count calls of larder_put would, one request each: each
+ * write on its own, visible to readers as soon as it is made. When most keys are stored already,
+ * on a cache larger than the processor's caches this writes up to about twice as many small values
+ * per second as count calls of larder_put: the writes of a batch start loading the index slots
+ * and records they write over together, so their waits for memory overlap. Returns LARDER_OK when
+ * every request was answered (each in its status; larder_last_error_message() then holds the
+ * message of the last one that failed, if any), or LARDER_INVALID_ARGUMENT, storing none, when db
+ * is NULL, requests is NULL with count > 0, or count is 2^63 or more. */
+int larder_put_many(larder *db, larder_put_request *requests, size_t count);
+
 /* Copies the value for `key` into buf. *value_len receives the value's length. When buf_len is
  * too small, nothing is copied and LARDER_BUFFER_TOO_SMALL is returned: pass buf = NULL and
  * buf_len = 0 to ask for the size. */

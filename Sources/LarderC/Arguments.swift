@@ -36,6 +36,15 @@ enum Arguments {
         return StatusError.invalid("\(name) is NULL with a length of \(length)")
     }
 
+    /// The requests of a batch (`larder_get_many`, `larder_put_many`): NULL only when there are
+    /// none, and fewer than 2^63.
+    static func requests<Request>(_ pointer: UnsafeMutablePointer<Request>?, _ count: Int)
+        -> Result<UnsafeMutableBufferPointer<Request>, StatusError> {
+        guard count >= 0 else { return .failure(StatusError.invalid("count is \(UInt(bitPattern: count))")) }
+        guard pointer != nil || count == 0 else { return .failure(StatusError.invalid("requests is NULL")) }
+        return .success(UnsafeMutableBufferPointer(start: pointer, count: count))
+    }
+
     /// The key and the caller's buffer of a read (`larder_get`, a `larder_get_request`): the
     /// buffer may be NULL only with length 0, and one of 2^63 bytes or more holds any value.
     static func read(key: UnsafeRawPointer?, _ keyLength: Int, into buffer: UnsafeMutableRawPointer?, _ bufferLength: Int)

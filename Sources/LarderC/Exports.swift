@@ -74,12 +74,40 @@ public func larderClose(_ db: UnsafeMutablePointer<larder>?) {
 @c(larder_put)
 public func larderPut(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t,
                       _ value: UnsafeRawPointer?, _ valueLength: size_t, _ ttl: UInt64) -> Int32 {
+    withCache(db) { cache in try put(in: cache, key, keyLength, value, valueLength, ttl) }
+}
+
+@c(larder_put_many)
+public func larderPutMany(_ db: UnsafeMutablePointer<larder>?, _ requests: UnsafeMutablePointer<larder_put_request>?,
+                          _ count: size_t) -> Int32 {
     withCache(db) { cache in
-        let keyBytes = try Arguments.key(key, keyLength).get()
-        let valueBytes = try Arguments.bytes(value, valueLength, "value").get()
-        try cache.set(valueBytes, forKey: keyBytes, expiry: Arguments.expiry(ttlMilliseconds: ttl))
+        let requests = try Arguments.requests(requests, count).get()
+        // The keys the batch looks at first: none for a request larder_put would refuse.
+        let key = { (index: Int) in
+            (try? Arguments.key(requests[index].key, requests[index].key_len).get()) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        }
+        // A request that cannot be stored gets its status, as larder_put would return it; the
+        // others are stored all the same.
+        cache.forEachInBatches(count: requests.count, key: key) { index in
+            let request = requests.baseAddress! + index
+            do {
+                request.pointee.status = try put(in: cache, request.pointee.key, request.pointee.key_len,
+                                                 request.pointee.value, request.pointee.value_len, request.pointee.ttl_ms)
+            } catch {
+                request.pointee.status = Status.of(error)
+            }
+        }
         return Status.ok
     }
+}
+
+/// What larder_put does once its handle is checked.
+private func put(in cache: Cache, _ key: UnsafeRawPointer?, _ keyLength: Int, _ value: UnsafeRawPointer?,
+                 _ valueLength: Int, _ ttl: UInt64) throws -> Int32 {
+    let keyBytes = try Arguments.key(key, keyLength).get()
+    let valueBytes = try Arguments.bytes(value, valueLength, "value").get()
+    try cache.set(valueBytes, forKey: keyBytes, expiry: Arguments.expiry(ttlMilliseconds: ttl))
+    return Status.ok
 }
 
 @c(larder_get)
@@ -96,11 +124,7 @@ public func larderGet(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPoint
 public func larderGetMany(_ db: UnsafeMutablePointer<larder>?, _ requests: UnsafeMutablePointer<larder_get_request>?,
                           _ count: size_t) -> Int32 {
     withCache(db) { cache in
-        guard count >= 0 else { throw StatusError.invalid("count is \(UInt(bitPattern: count))") }
-        guard let requests else {
-            if count == 0 { return Status.ok }
-            throw StatusError.invalid("requests is NULL")
-        }
+        let requests = try Arguments.requests(requests, count).get()
         // The bytes each read will look up, which the batch looks at first: none for a request
         // larder_get would refuse before reading its key.
         let key = { (index: Int) in
@@ -110,8 +134,8 @@ public func larderGetMany(_ db: UnsafeMutablePointer<larder>?, _ requests: Unsaf
         }
         // A request that cannot be answered gets its status, as larder_get would return it; the
         // others are answered all the same.
-        cache.readEach(count: count, key: key) { index in
-            let request = requests + index
+        cache.forEachInBatches(count: requests.count, key: key) { index in
+            let request = requests.baseAddress! + index
             do {
                 request.pointee.status = try copyValue(in: cache, request.pointee.key, request.pointee.key_len,
                                                        request.pointee.buf, request.pointee.buf_len, &request.pointee.value_len)

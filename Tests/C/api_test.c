@@ -126,6 +126,56 @@ static void test_get_many(void) {
     larder_close(db);
 }
 
+/* larder_put_many stores each entry as larder_put would, in one call, whatever the others are. */
+static void test_put_many(void) {
+    larder *db = open_fresh("put-many.larder", NULL);
+    char key[40][16];
+    char value[40][64];
+    larder_put_request requests[40];
+    for (int i = 0; i < 40; i++) {
+        size_t key_len = (size_t)snprintf(key[i], sizeof key[i], "key-%d", i);
+        memset(value[i], i, sizeof value[i]);
+        /* Entry i has i bytes of value i; keys 20 and up are stored already, with other bytes. */
+        larder_put_request request = {key[i], key_len, value[i], (size_t)i, 0, 999};
+        requests[i] = request;
+        if (i >= 20) CHECK(larder_put(db, key[i], key_len, "old", 3, 0) == LARDER_OK);
+    }
+    requests[33].key = NULL;                         /* a NULL key */
+    requests[34].key_len = 0;                        /* an empty key */
+    requests[35].value = NULL;                       /* NULL with a length: refused */
+    static char long_key[5000];
+    memset(long_key, 'k', sizeof long_key);
+    requests[36].key = long_key, requests[36].key_len = sizeof long_key; /* a key over 4096 bytes */
+    requests[37].ttl_ms = 1, requests[37].value_len = 0; /* expires at once, and is empty */
+    CHECK(larder_put_many(db, requests, 40) == LARDER_OK);
+    struct timespec pause = {0, 5 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    int right = 1;
+    for (int i = 0; i < 40; i++) {
+        int expected = i == 33 || i == 34 || i == 35 ? LARDER_INVALID_ARGUMENT : i == 36 ? LARDER_TOO_LARGE : LARDER_OK;
+        if (requests[i].status != expected) right = 0;
+        char got[64];
+        size_t got_len = 0;
+        int status = larder_get(db, key[i], strlen(key[i]), got, sizeof got, &got_len);
+        if (i == 37) {
+            if (status != LARDER_NOT_FOUND) right = 0;
+        } else if (expected == LARDER_OK) {
+            if (status != LARDER_OK || got_len != (size_t)i || memcmp(got, value[i], got_len) != 0) right = 0;
+        } else if (i >= 20) {
+            /* A refused entry leaves the old value as it was. */
+            if (status != LARDER_OK || got_len != 3 || memcmp(got, "old", 3) != 0) right = 0;
+        }
+    }
+    CHECK(right);
+    struct larder_stats stats = {.struct_size = sizeof stats};
+    CHECK(larder_stats(db, &stats) == LARDER_OK);
+    CHECK(stats.inserts == 20 + 20 && stats.updates == 16);
+    CHECK(larder_put_many(db, NULL, 0) == LARDER_OK);
+    CHECK(larder_put_many(db, NULL, 2) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_put_many(NULL, requests, 2) == LARDER_INVALID_ARGUMENT);
+    larder_close(db);
+}
+
 static void test_invalid_arguments(void) {
     larder *db = open_fresh("invalid.larder", NULL);
     char buf[8];
@@ -448,6 +498,7 @@ int main(void) {
     }
     test_put_get_delete();
     test_get_many();
+    test_put_many();
     test_invalid_arguments();
     test_open_errors_and_options();
     test_ttl();

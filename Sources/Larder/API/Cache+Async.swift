@@ -22,6 +22,16 @@ extension Cache {
         try synchronously { () throws(LarderError) in try set(value, forKey: key, expiry: expiry, compression: compression) }
     }
 
+    /// Stores the value of each of `entries` for its key, in order, off the caller's actor:
+    /// ``set(_:expiry:compression:)-(Collection<(key:Key,value:Value)>,_,_)`` in `async` code.
+    ///
+    /// The corresponding C function is `larder_put_many`.
+    @concurrent
+    public func set<Key: CacheKey & Sendable>(_ entries: some Collection<(key: Key, value: Data)> & Sendable,
+                                              expiry: Expiry? = nil, compression: Compression? = nil) async throws(LarderError) {
+        try synchronously { () throws(LarderError) in try set(entries, expiry: expiry, compression: compression) }
+    }
+
     /// The value for `key` as `Data`, or `nil` when it is missing or expired, read off the
     /// caller's actor: ``data(forKey:)-(CacheKey)`` in `async` code.
     ///
