@@ -84,3 +84,38 @@ void bench_larder_c_batched_gets(void *handle, const bench_data *data, const uin
     r.ops = i;
     *out = r;
 }
+
+void bench_larder_c_batched_puts(void *handle, const bench_data *data, const uint32_t *ops, size_t ops_count,
+                                 uint64_t max_ns, bench_result *out) {
+    bench_result r = {0};
+    larder_put_request requests[BENCH_BATCH];
+    uint64_t start = bench_now_ns();
+    uint64_t deadline = max_ns ? start + max_ns : UINT64_MAX;
+    size_t i = 0;
+    while (i + BENCH_BATCH <= ops_count) {
+        size_t end = i + 256 <= ops_count ? i + 256 : ops_count;
+        for (; i + BENCH_BATCH <= end; i += BENCH_BATCH) {
+            for (size_t j = 0; j < BENCH_BATCH; j++) {
+                uint32_t index = ops[i + j] & BENCH_OP_INDEX_MASK;
+                requests[j].key = data->keys + (size_t)index * BENCH_KEY_STRIDE;
+                requests[j].key_len = data->key_lens[index];
+                requests[j].value = data->values + (index % data->value_variants) * data->value_step;
+                requests[j].value_len = data->value_len;
+                requests[j].ttl_ms = 0;
+            }
+            if (larder_put_many(handle, requests, BENCH_BATCH) != LARDER_OK) {
+                bench_set_error("larder_put_many: %s", larder_last_error_message());
+                r.errors += BENCH_BATCH;
+                continue;
+            }
+            for (size_t j = 0; j < BENCH_BATCH; j++) {
+                if (requests[j].status == LARDER_OK) r.found++;
+                else r.errors++;
+            }
+        }
+        if (max_ns && bench_now_ns() >= deadline) break;
+    }
+    r.nanoseconds = bench_now_ns() - start;
+    r.ops = i;
+    *out = r;
+}

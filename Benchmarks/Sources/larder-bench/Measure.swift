@@ -82,8 +82,16 @@ extension Meter {
         let buffers = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(BENCH_BATCH) * max(data.valueLength, 64), alignment: 64)
         defer { buffers.deallocate() }
         buffers.initializeMemory(as: UInt8.self, repeating: 0)
-        let result = ops.withUnsafeBufferPointer { store.runBatchedGets(data, $0, maxSeconds: maxSeconds, buffers: buffers) }
-        guard let r = result else { return nil }
+        return ops.withUnsafeBufferPointer { store.runBatchedGets(data, $0, maxSeconds: maxSeconds, buffers: buffers) }.map(Self.stats(of:))
+    }
+
+    /// One loop of batched writes over the keys of `ops` (see `Store.runBatchedPuts`); nil for a
+    /// store without them.
+    func measureBatchedPuts(_ store: Store, _ data: Dataset, _ ops: [UInt32], maxSeconds: Double) -> LoopStats? {
+        ops.withUnsafeBufferPointer { store.runBatchedPuts(data, $0, maxSeconds: maxSeconds) }.map(Self.stats(of:))
+    }
+
+    private static func stats(of r: bench_result) -> LoopStats {
         return LoopStats(ops: Int(r.ops), opsPerSecond: r.nanoseconds == 0 ? 0 : Double(r.ops) * 1e9 / Double(r.nanoseconds),
                          p50Nanoseconds: 0, p99Nanoseconds: 0,
                          found: Int(r.found), notFound: Int(r.not_found), errors: Int(r.errors))

@@ -269,25 +269,34 @@ struct Report {
     }
 
     func batchedReadsSection() -> String {
-        var out = ["## Batched reads", ""]
+        var out = ["## Batched reads and writes", ""]
         out.append("""
             The random reads of the main table again, \(BENCH_BATCH) keys a call: `larder_get_many` (C ABI) and \
-            `withValues(forKeys:)` (Swift API, each value copied into the loop's buffer). A batch starts loading \
-            the index slots and records of its keys before it reads them one by one, so their waits for memory \
-            overlap. Not part of the targets, which are for one operation a call; the other stores have no \
-            such call (the hash table's single reads are there to compare).
+            `withValues(forKeys:)` (Swift API, each value copied into the loop's buffer); then the same keys \
+            written over, one key a call and \(BENCH_BATCH) keys a call: `larder_put_many` and `set(_:)` with \
+            an array of entries. A batch starts loading the index slots and records of its keys before it reads \
+            or writes them one by one, so their waits for memory overlap. Not part of the targets, which are \
+            for one operation a call; the other stores have no such call (the hash table's single reads and \
+            updates are there to compare).
             """)
         out.append("")
         var rows: [[String]] = []
         for size in valueSizes {
-            let table = opsPerSecond(.memhash, size, .read)
-            for peer in [PeerKind.larderC, .larderSwift] {
-                guard let single = opsPerSecond(peer, size, .read), let batched = suite(peer, size)?.batchedReads?.opsPerSecond else { continue }
-                rows.append([Self.size(size), peer.title, Self.rate(single), Self.rate(batched), Self.ratio(batched / single),
-                             table.map { Self.rate($0) } ?? "–", table.map { Self.ratio(batched / $0) } ?? "–"])
+            let operations: [(name: String, single: (PeerKind) -> Double?, batched: (PeerKind) -> Double?)] = [
+                ("reads", { opsPerSecond($0, size, .read) }, { suite($0, size)?.batchedReads?.opsPerSecond }),
+                ("updates", { suite($0, size)?.updates?.opsPerSecond }, { suite($0, size)?.batchedUpdates?.opsPerSecond }),
+            ]
+            for operation in operations {
+                let table = operation.single(.memhash)
+                for peer in [PeerKind.larderC, .larderSwift] {
+                    guard let single = operation.single(peer), let batched = operation.batched(peer) else { continue }
+                    rows.append([Self.size(size), operation.name, peer.title, Self.rate(single), Self.rate(batched),
+                                 Self.ratio(batched / single), table.map { Self.rate($0) } ?? "–",
+                                 table.map { Self.ratio(batched / $0) } ?? "–"])
+                }
             }
         }
-        out.append(Self.table(["values", "store", "one key a call", "\(BENCH_BATCH) keys a call", "batched ÷ one",
+        out.append(Self.table(["values", "operation", "store", "one key a call", "\(BENCH_BATCH) keys a call", "batched ÷ one",
                                "C hash table, one key a call", "batched ÷ hash table"], rows))
         out.append("")
         return out.joined(separator: "\n")

@@ -115,6 +115,23 @@ final class Store: @unchecked Sendable {
         return result
     }
 
+    /// Writes the keys of `ops` over through Larder's batched write, `BENCH_BATCH` keys a call;
+    /// nil for stores that have none.
+    func runBatchedPuts(_ data: Dataset, _ ops: UnsafeBufferPointer<UInt32>, maxSeconds: Double) -> bench_result? {
+        let maxNs = UInt64(maxSeconds * 1e9)
+        var result = bench_result()
+        switch kind {
+        case .larderC:
+            var cData = data.cData
+            bench_larder_c_batched_puts(handle, &cData, ops.baseAddress, ops.count, maxNs, &result)
+        case .larderSwift:
+            result = SwiftLoop.runBatchedPuts(cache!, data, ops, maxNs: maxNs)
+        default:
+            return nil
+        }
+        return result
+    }
+
     /// Runs the gets of `ops` through Larder's batched read, `BENCH_BATCH` keys a call, into
     /// `buffers` (`BENCH_BATCH` values one after another); nil for stores that have none.
     func runBatchedGets(_ data: Dataset, _ ops: UnsafeBufferPointer<UInt32>, maxSeconds: Double,

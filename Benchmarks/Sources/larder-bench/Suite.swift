@@ -10,6 +10,10 @@ struct SuiteResult: Codable, Sendable {
     /// The random reads again, `BENCH_BATCH` keys a call: Larder only (nil for the others, and in
     /// results from before it was measured).
     var batchedReads: LoopStats?
+    /// The keys of the random reads written over, one key a call (Larder and the hash table) and
+    /// `BENCH_BATCH` keys a call (Larder): nil for the other stores, and in results from before.
+    var updates: LoopStats?
+    var batchedUpdates: LoopStats?
     /// Disk the store takes after the fill, and after the read and update workloads.
     var fillFileBytes: Int
     var fileBytes: Int
@@ -43,7 +47,9 @@ enum Suite {
         })
         let meter = Meter(valueLength: p.valueSize)
         var runs: [Workload: [LoopStats]] = [:]
-        var batchedRuns: [LoopStats] = []
+        var batchedRuns: [LoopStats] = [], updateRuns: [LoopStats] = [], batchedUpdateRuns: [LoopStats] = []
+        let updates = ops[.read]!.map { Op.put(Int($0 & Op.indexMask)) }
+        let measuresUpdates = [.larderC, .larderSwift, .memhash].contains(p.peer)
         var fillFileBytes: [Double] = [], fileBytes: [Double] = [], rss: [Double] = []
         var problems = Set<String>()
         for rep in 0..<p.reps {
@@ -66,6 +72,15 @@ enum Suite {
                     batchedRuns.append(batched)
                     if batched.errors > 0 || batched.notFound > 0 { problems.insert("batched reads: \(batched.errors) failed, \(batched.notFound) not found") }
                 }
+                if workload == .ycsbB && measuresUpdates {
+                    let single = meter.measure(store, data, updates, maxSeconds: p.seconds)
+                    updateRuns.append(single)
+                    if single.errors > 0 { problems.insert("updates: \(single.errors) failed") }
+                    if let batched = meter.measureBatchedPuts(store, data, updates, maxSeconds: p.seconds) {
+                        batchedUpdateRuns.append(batched)
+                        if batched.errors > 0 { problems.insert("batched updates: \(batched.errors) failed") }
+                    }
+                }
                 if workload == .ycsbB {
                     fileBytes.append(Double(System.allocatedBytes(directory)))
                     rss.append(Double(max(0, System.peakResidentBytes - baseline)))
@@ -76,6 +91,8 @@ enum Suite {
         return SuiteResult(peer: p.peer, valueSize: p.valueSize, keys: p.keys, reps: p.reps,
                            workloads: runs.mapValues(LoopStats.median),
                            batchedReads: batchedRuns.isEmpty ? nil : LoopStats.median(batchedRuns),
+                           updates: updateRuns.isEmpty ? nil : LoopStats.median(updateRuns),
+                           batchedUpdates: batchedUpdateRuns.isEmpty ? nil : LoopStats.median(batchedUpdateRuns),
                            fillFileBytes: Int(Stats.median(fillFileBytes)), fileBytes: Int(Stats.median(fileBytes)),
                            rssBytes: Int(rss.first ?? 0),
                            problems: problems.sorted())
@@ -90,8 +107,13 @@ enum Suite {
             let stats = runs.compactMap { $0.workloads[workload] }
             return stats.isEmpty ? nil : (workload, LoopStats.median(stats))
         })
-        let batched = runs.compactMap(\.batchedReads)
-        combined.batchedReads = batched.isEmpty ? nil : LoopStats.median(batched)
+        func median(_ figure: KeyPath<SuiteResult, LoopStats?>) -> LoopStats? {
+            let all = runs.compactMap { $0[keyPath: figure] }
+            return all.isEmpty ? nil : LoopStats.median(all)
+        }
+        combined.batchedReads = median(\.batchedReads)
+        combined.updates = median(\.updates)
+        combined.batchedUpdates = median(\.batchedUpdates)
         combined.fillFileBytes = Int(Stats.median(runs.map { Double($0.fillFileBytes) }))
         combined.fileBytes = Int(Stats.median(runs.map { Double($0.fileBytes) }))
         combined.problems = Set(runs.flatMap(\.problems)).sorted()

@@ -107,4 +107,35 @@ enum SwiftLoop {
         r.ops = UInt64(i)
         return r
     }
+
+    /// The Swift counterpart of `bench_larder_c_batched_puts`: `set(_:)` with `BENCH_BATCH` entries.
+    static func runBatchedPuts(_ cache: Cache, _ data: Dataset, _ ops: UnsafeBufferPointer<UInt32>, maxNs: UInt64) -> bench_result {
+        var r = bench_result()
+        let batch = Int(BENCH_BATCH)
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        var entries = [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)](repeating: (none, none), count: batch)
+        let start = bench_now_ns()
+        let deadline = maxNs != 0 ? start + maxNs : UInt64.max
+        var i = 0
+        while i + batch <= ops.count {
+            let end = min(i + 256, ops.count)
+            while i + batch <= end {
+                for j in 0..<batch {
+                    let index = Int(ops[i + j] & Op.indexMask)
+                    entries[j] = (data.key(index), data.value(index))
+                }
+                do {
+                    try cache.set(entries)
+                    r.found += UInt64(batch)
+                } catch {
+                    r.errors += UInt64(batch)
+                }
+                i += batch
+            }
+            if maxNs != 0 && bench_now_ns() >= deadline { break }
+        }
+        r.nanoseconds = bench_now_ns() - start
+        r.ops = UInt64(i)
+        return r
+    }
 }

@@ -99,6 +99,11 @@ void bench_run_ops(const bench_peer *peer, void *handle, const bench_data *data,
 void bench_larder_c_batched_gets(void *handle, const bench_data *data, const uint32_t *ops, size_t ops_count,
                                  uint64_t max_ns, void *bufs, bench_result *out);
 
+/* Larder's batched write (larder_put_many): the keys of `ops` written over with their values,
+ * BENCH_BATCH keys per call, as bench_larder_c_batched_gets reads them. */
+void bench_larder_c_batched_puts(void *handle, const bench_data *data, const uint32_t *ops, size_t ops_count,
+                                 uint64_t max_ns, bench_result *out);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);
 
