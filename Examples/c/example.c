@@ -41,15 +41,24 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-    /* Several keys in one call: their lookups overlap, which pays on a large cache. */
-    char values[3][32];
-    larder_get_request requests[3] = {
+    /* Several keys in one call, written and read: their lookups overlap, which pays on a large
+     * cache. Each request gets its own status. */
+    larder_put_request writes[2] = {
+        {"from-c/sizes", 12, "[12, 64]", 8, 0, 0},
+        {"from-c/short-lived", 18, "gone in a minute", 16, 60 * 1000, 0},
+    };
+    if (larder_put_many(db, writes, 2) != LARDER_OK || writes[0].status != LARDER_OK || writes[1].status != LARDER_OK) {
+        fprintf(stderr, "larder_put_many: %s\n", larder_last_error_message());
+    }
+    char values[4][32];
+    larder_get_request requests[4] = {
         {"runs", 4, values[0], sizeof values[0], 0, 0},
         {"from-c", 6, values[1], sizeof values[1], 0, 0},
-        {"never-written", 13, values[2], sizeof values[2], 0, 0},
+        {"from-c/sizes", 12, values[2], sizeof values[2], 0, 0},
+        {"never-written", 13, values[3], sizeof values[3], 0, 0},
     };
-    if (larder_get_many(db, requests, 3) == LARDER_OK) {
-        for (int i = 0; i < 3; i++) {
+    if (larder_get_many(db, requests, 4) == LARDER_OK) {
+        for (int i = 0; i < 4; i++) {
             printf("C example: %s: %s", (const char *)requests[i].key, larder_strerror(requests[i].status));
             if (requests[i].status == LARDER_OK) printf(", %zu bytes", requests[i].value_len);
             printf("\n");

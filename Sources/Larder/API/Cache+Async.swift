@@ -23,7 +23,7 @@ extension Cache {
     }
 
     /// Stores the value of each of `entries` for its key, in order, off the caller's actor:
-    /// ``set(_:expiry:compression:)-(Collection<(key:Key,value:Value)>,_,_)`` in `async` code.
+    /// ``set(_:expiry:compression:)-(Collection,_,_)`` in `async` code.
     ///
     /// The corresponding C function is `larder_put_many`.
     @concurrent

@@ -71,7 +71,7 @@ extension Cache {
     /// and for the record it writes over, and the waits of a batch overlap.
     ///
     /// ```swift
-    /// try cache.set(["/users/1": user1JSON, "/users/2": user2JSON], expiry: .after(.seconds(300)))
+    /// try cache.set(["/users/1": user1JSON, "/users/2": user2JSON], expiry: .seconds(300))
     /// ```
     ///
     /// The corresponding C function is `larder_put_many`.
