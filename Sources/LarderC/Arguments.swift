@@ -45,6 +45,13 @@ enum Arguments {
         return .success(UnsafeMutableBufferPointer(start: pointer, count: count))
     }
 
+    /// The key and value of a write (`larder_put`, a `larder_put_request`): the key checked
+    /// first, then the value.
+    static func write(key: UnsafeRawPointer?, _ keyLength: Int, value: UnsafeRawPointer?, _ valueLength: Int)
+        -> Result<(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer), StatusError> {
+        Self.key(key, keyLength).flatMap { key in bytes(value, valueLength, "value").map { (key, $0) } }
+    }
+
     /// The key and the caller's buffer of a read (`larder_get`, a `larder_get_request`): the
     /// buffer may be NULL only with length 0, and one of 2^63 bytes or more holds any value.
     static func read(key: UnsafeRawPointer?, _ keyLength: Int, into buffer: UnsafeMutableRawPointer?, _ bufferLength: Int)

@@ -84,7 +84,9 @@ public func larderPutMany(_ db: UnsafeMutablePointer<larder>?, _ requests: Unsaf
         let requests = try Arguments.requests(requests, count).get()
         // The keys the batch looks at first: none for a request larder_put would refuse.
         let key = { (index: Int) in
-            (try? Arguments.key(requests[index].key, requests[index].key_len).get()) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+            let request = requests[index]
+            let write = try? Arguments.write(key: request.key, request.key_len, value: request.value, request.value_len).get()
+            return write?.key ?? UnsafeRawBufferPointer(start: nil, count: 0)
         }
         // A request that cannot be stored gets its status, as larder_put would return it; the
         // others are stored all the same.
@@ -104,9 +106,8 @@ public func larderPutMany(_ db: UnsafeMutablePointer<larder>?, _ requests: Unsaf
 /// What larder_put does once its handle is checked.
 private func put(in cache: Cache, _ key: UnsafeRawPointer?, _ keyLength: Int, _ value: UnsafeRawPointer?,
                  _ valueLength: Int, _ ttl: UInt64) throws -> Int32 {
-    let keyBytes = try Arguments.key(key, keyLength).get()
-    let valueBytes = try Arguments.bytes(value, valueLength, "value").get()
-    try cache.set(valueBytes, forKey: keyBytes, expiry: Arguments.expiry(ttlMilliseconds: ttl))
+    let write = try Arguments.write(key: key, keyLength, value: value, valueLength).get()
+    try cache.set(write.value, forKey: write.key, expiry: Arguments.expiry(ttlMilliseconds: ttl))
     return Status.ok
 }
 

@@ -148,6 +148,8 @@ static void test_put_many(void) {
     requests[36].key = long_key, requests[36].key_len = sizeof long_key; /* a key over 4096 bytes */
     requests[37].ttl_ms = 1, requests[37].value_len = 0; /* expires at once, and is empty */
     CHECK(larder_put_many(db, requests, 40) == LARDER_OK);
+    /* The message is the last failure's: request 36's key of 5000 bytes. */
+    CHECK(strstr(larder_last_error_message(), "5000") != NULL);
     struct timespec pause = {0, 5 * 1000 * 1000};
     nanosleep(&pause, NULL);
     int right = 1;
@@ -173,6 +175,7 @@ static void test_put_many(void) {
     CHECK(larder_put_many(db, NULL, 0) == LARDER_OK);
     CHECK(larder_put_many(db, NULL, 2) == LARDER_INVALID_ARGUMENT);
     CHECK(larder_put_many(NULL, requests, 2) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_put_many(db, requests, (size_t)-1) == LARDER_INVALID_ARGUMENT);
     larder_close(db);
 }
 

@@ -38,14 +38,17 @@ struct BatchReadTests {
         #expect(try cache.data(forKeys: [String]()).isEmpty)
     }
 
-    /// In async code the overload that reads off the caller's actor is the one taken.
+    /// In async code the overload taken reads off the caller's actor: the keys are read
+    /// elsewhere.
     @Test func asyncCodeReadsABatchOffItsActor() async throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
         try cache.set([1], forKey: "a")
         try cache.set([3, 3], forKey: "c")
-        let values = try await cache.data(forKeys: ["a", "b", "c"])
+        let keys = WatchedCollection(["a", "b", "c"])
+        let values = try await QueueActor().run { (_) async throws(LarderError) in try await cache.data(forKeys: keys) }
         #expect(values == [Data([1]), nil, Data([3, 3])])
+        #expect(keys.reads.value > 0 && keys.readsOnTheActor.value == 0)
     }
 
     @Test func aKeyThatCannotBeReadStopsTheBatchThere() throws {

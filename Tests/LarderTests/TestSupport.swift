@@ -72,6 +72,51 @@ func onOwnThread<Result: Sendable>(_ body: @escaping @Sendable () throws -> Resu
     }
 }
 
+/// An actor whose jobs run on a dispatch queue of its own, so that a test can tell whether code
+/// ran on it: the caller's actor, for the `async` overloads that must not run there.
+actor QueueActor {
+    final class Executor: SerialExecutor {
+        static let marker = DispatchSpecificKey<Bool>()
+        let queue = DispatchQueue(label: "QueueActor")
+
+        init() { queue.setSpecific(key: Self.marker, value: true) }
+
+        func enqueue(_ job: consuming ExecutorJob) {
+            let job = UnownedJob(job)
+            queue.async { job.runSynchronously(on: self.asUnownedSerialExecutor()) }
+        }
+    }
+
+    private nonisolated let executor = Executor()
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Whether the calling code runs on some `QueueActor`.
+    static var isRunning: Bool { DispatchQueue.getSpecific(key: Executor.marker) == true }
+
+    /// Runs `body` on this actor (isolated to it through its parameter).
+    func run<R: Sendable>(_ body: @Sendable (isolated QueueActor) async throws(LarderError) -> R) async throws(LarderError) -> R {
+        precondition(Self.isRunning)
+        return try await body(self)
+    }
+}
+
+/// A collection that counts its elements' reads, and those made on a `QueueActor`.
+struct WatchedCollection<Element: Sendable>: Collection, Sendable {
+    let elements: [Element]
+    let reads = LockedCounter(), readsOnTheActor = LockedCounter()
+
+    init(_ elements: [Element]) { self.elements = elements }
+
+    var startIndex: Int { elements.startIndex }
+    var endIndex: Int { elements.endIndex }
+    func index(after index: Int) -> Int { index + 1 }
+    subscript(index: Int) -> Element {
+        reads.increment()
+        if QueueActor.isRunning { readsOnTheActor.increment() }
+        return elements[index]
+    }
+}
+
 /// Lets this process write no file past `bytes` (a full disk, as `setrlimit(RLIMIT_FSIZE)` makes
 /// one), with writes past it failing with `EFBIG` instead of a signal. For exit tests' children.
 func limitFileSize(to bytes: Int) -> Bool {

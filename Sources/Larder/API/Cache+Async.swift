@@ -23,7 +23,8 @@ extension Cache {
     }
 
     /// Stores the value of each of `entries` for its key, in order, off the caller's actor:
-    /// ``set(_:expiry:compression:)-(Collection,_,_)`` in `async` code.
+    /// ``set(_:expiry:compression:)-(Collection,_,_)`` in `async` code. For `Data` values, as
+    /// the single write's overload: entries of other value types get the synchronous call.
     ///
     /// The corresponding C function is `larder_put_many`.
     @concurrent
