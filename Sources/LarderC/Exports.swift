@@ -81,25 +81,11 @@ public func larderPut(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPoint
 public func larderPutMany(_ db: UnsafeMutablePointer<larder>?, _ requests: UnsafeMutablePointer<larder_put_request>?,
                           _ count: size_t) -> Int32 {
     withCache(db) { cache in
-        let requests = try Arguments.requests(requests, count).get()
-        // The keys the batch looks at first: none for a request larder_put would refuse.
-        let key = { (index: Int) in
-            let request = requests[index]
-            let write = try? Arguments.write(key: request.key, request.key_len, value: request.value, request.value_len).get()
-            return write?.key ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        try answerEach(of: requests, count, in: cache) { request in
+            try? Arguments.write(key: request.key, request.key_len, value: request.value, request.value_len).get().key
+        } answer: { request in
+            try put(in: cache, request.key, request.key_len, request.value, request.value_len, request.ttl_ms)
         }
-        // A request that cannot be stored gets its status, as larder_put would return it; the
-        // others are stored all the same.
-        cache.forEachInBatches(count: requests.count, key: key) { index in
-            let request = requests.baseAddress! + index
-            do {
-                request.pointee.status = try put(in: cache, request.pointee.key, request.pointee.key_len,
-                                                 request.pointee.value, request.pointee.value_len, request.pointee.ttl_ms)
-            } catch {
-                request.pointee.status = Status.of(error)
-            }
-        }
-        return Status.ok
     }
 }
 
@@ -125,26 +111,11 @@ public func larderGet(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPoint
 public func larderGetMany(_ db: UnsafeMutablePointer<larder>?, _ requests: UnsafeMutablePointer<larder_get_request>?,
                           _ count: size_t) -> Int32 {
     withCache(db) { cache in
-        let requests = try Arguments.requests(requests, count).get()
-        // The bytes each read will look up, which the batch looks at first: none for a request
-        // larder_get would refuse before reading its key.
-        let key = { (index: Int) in
-            let request = requests[index]
-            let read = try? Arguments.read(key: request.key, request.key_len, into: request.buf, request.buf_len).get()
-            return read?.key ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        try answerEach(of: requests, count, in: cache) { request in
+            try? Arguments.read(key: request.key, request.key_len, into: request.buf, request.buf_len).get().key
+        } answer: { request in
+            try copyValue(in: cache, request.key, request.key_len, request.buf, request.buf_len, &request.value_len)
         }
-        // A request that cannot be answered gets its status, as larder_get would return it; the
-        // others are answered all the same.
-        cache.forEachInBatches(count: requests.count, key: key) { index in
-            let request = requests.baseAddress! + index
-            do {
-                request.pointee.status = try copyValue(in: cache, request.pointee.key, request.pointee.key_len,
-                                                       request.pointee.buf, request.pointee.buf_len, &request.pointee.value_len)
-            } catch {
-                request.pointee.status = Status.of(error)
-            }
-        }
-        return Status.ok
     }
 }
 
@@ -206,9 +177,54 @@ public func larderFree(_ pointer: UnsafeMutableRawPointer?) {
 
 @c(larder_delete)
 public func larderDelete(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t) -> Int32 {
+    withCache(db) { cache in try remove(in: cache, key, keyLength) }
+}
+
+@c(larder_delete_many)
+public func larderDeleteMany(_ db: UnsafeMutablePointer<larder>?, _ requests: UnsafeMutablePointer<larder_delete_request>?,
+                             _ count: size_t) -> Int32 {
     withCache(db) { cache in
-        try cache.removeValue(forKey: try Arguments.key(key, keyLength).get()) ? Status.ok : Status.notFound
+        try answerEach(of: requests, count, in: cache) { request in
+            try? Arguments.key(request.key, request.key_len).get()
+        } answer: { request in
+            try remove(in: cache, request.key, request.key_len)
+        }
     }
+}
+
+/// The calls on many keys (larder_get_many, larder_put_many, larder_delete_many): each request
+/// answered as its single call would answer it, in order, its status in the request. `key` is the
+/// key a request's call would look up, nil when the call would refuse the request before that:
+/// the batch starts loading what those keys look at before answering them
+/// (`Cache.forEachInBatches`). A request that fails gets its status; the others are answered all
+/// the same.
+private func answerEach<Request: BatchRequest>(of requests: UnsafeMutablePointer<Request>?, _ count: Int, in cache: Cache,
+                                               key: (Request) -> UnsafeRawBufferPointer?,
+                                               answer: (inout Request) throws -> Int32) throws -> Int32 {
+    let requests = try Arguments.requests(requests, count).get()
+    let noKey = UnsafeRawBufferPointer(start: nil, count: 0)
+    cache.forEachInBatches(count: requests.count, key: { key(requests[$0]) ?? noKey }) { index in
+        do {
+            requests[index].status = try answer(&requests[index])
+        } catch {
+            requests[index].status = Status.of(error)
+        }
+    }
+    return Status.ok
+}
+
+/// A request of a call on many keys: it receives its status.
+private protocol BatchRequest {
+    var status: Int32 { get set }
+}
+
+extension larder_get_request: BatchRequest {}
+extension larder_put_request: BatchRequest {}
+extension larder_delete_request: BatchRequest {}
+
+/// What larder_delete does once its handle is checked.
+private func remove(in cache: Cache, _ key: UnsafeRawPointer?, _ keyLength: Int) throws -> Int32 {
+    try cache.removeValue(forKey: try Arguments.key(key, keyLength).get()) ? Status.ok : Status.notFound
 }
 
 @c(larder_contains)

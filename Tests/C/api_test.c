@@ -179,6 +179,37 @@ static void test_put_many(void) {
     larder_close(db);
 }
 
+/* larder_delete_many removes each key as larder_delete would, in one call, whatever the others are. */
+static void test_delete_many(void) {
+    larder *db = open_fresh("delete-many.larder", NULL);
+    char key[20][16];
+    larder_delete_request requests[20];
+    for (int i = 0; i < 20; i++) {
+        size_t key_len = (size_t)snprintf(key[i], sizeof key[i], "key-%d", i);
+        larder_delete_request request = {key[i], key_len, 999};
+        requests[i] = request;
+        /* Even keys are stored. */
+        if (i % 2 == 0) CHECK(larder_put(db, key[i], key_len, "v", 1, 0) == LARDER_OK);
+    }
+    CHECK(larder_put(db, "kept", 4, "v", 1, 0) == LARDER_OK);
+    requests[17].key = NULL; /* a NULL key */
+    requests[18].key_len = 0; /* an empty key: key-18 stays */
+    CHECK(larder_delete_many(db, requests, 20) == LARDER_OK);
+    int right = 1;
+    for (int i = 0; i < 20; i++) {
+        int expected = i == 17 || i == 18 ? LARDER_INVALID_ARGUMENT : i % 2 == 0 ? LARDER_OK : LARDER_NOT_FOUND;
+        if (requests[i].status != expected) right = 0;
+        int stored = larder_contains(db, key[i], strlen(key[i])) == LARDER_OK;
+        if (stored != (i == 18)) right = 0;
+    }
+    CHECK(right);
+    CHECK(larder_contains(db, "kept", 4) == LARDER_OK);
+    CHECK(larder_delete_many(db, NULL, 0) == LARDER_OK);
+    CHECK(larder_delete_many(db, NULL, 2) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_delete_many(NULL, requests, 2) == LARDER_INVALID_ARGUMENT);
+    larder_close(db);
+}
+
 static void test_invalid_arguments(void) {
     larder *db = open_fresh("invalid.larder", NULL);
     char buf[8];
@@ -502,6 +533,7 @@ int main(void) {
     test_put_get_delete();
     test_get_many();
     test_put_many();
+    test_delete_many();
     test_invalid_arguments();
     test_open_errors_and_options();
     test_ttl();

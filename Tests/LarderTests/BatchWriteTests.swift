@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Larder
 
-/// Writing many keys at once leaves the cache as writing them one by one leaves it.
+/// Writing or removing many keys at once leaves the cache as doing it one by one leaves it.
 @Suite("Batch writes")
 struct BatchWriteTests {
     @Test func aBatchStoresWhatSingleWritesStore() throws {
@@ -61,6 +61,35 @@ struct BatchWriteTests {
         #expect(try cache.bytes(forKey: "a") == [1] && cache.bytes(forKey: "d") == [4])
         #expect(!cache.contains("c") && !cache.contains("f"))
         #expect(cache.count == 2)
+    }
+
+    @Test func aBatchRemovesWhatSingleRemovalsRemove() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        for index in 0..<100 { try cache.set(pattern(index, count: index), forKey: "key-\(index)") }
+        try cache.set([1], forKey: "expired", expiry: .date(Date(timeIntervalSinceNow: -1)))
+        // Every third key, twice over, an absent one and an expired one, over several batches.
+        let keys = stride(from: 0, to: 100, by: 3).map { "key-\($0)" } + ["key-3", "absent", "expired", "key-99"]
+        let removals = cache.stats.removals
+        #expect(try cache.removeValues(forKeys: keys) == 34)
+        #expect(cache.stats.removals - removals == 34)
+        #expect(cache.count == 66)
+        for index in 0..<100 {
+            #expect(cache.contains("key-\(index)") == (index % 3 != 0))
+        }
+        // An empty key stops the batch there: the keys before it are removed, those after it not.
+        #expect(errorCode { try cache.removeValues(forKeys: ["key-1", "", "key-2"]) } == .invalidArgument)
+        #expect(!cache.contains("key-1") && cache.contains("key-2"))
+    }
+
+    @Test func asyncCodeRemovesABatchOffItsActor() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1], forKey: "a")
+        let keys = WatchedCollection(["a", "b"])
+        let removed = try await QueueActor().run { (_) async throws(LarderError) in try await cache.removeValues(forKeys: keys) }
+        #expect(removed == 1 && !cache.contains("a"))
+        #expect(keys.reads.value > 0 && keys.readsOnTheActor.value == 0)
     }
 
     /// In async code the overload taken writes off the caller's actor: the entries are read

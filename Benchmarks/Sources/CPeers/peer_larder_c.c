@@ -119,3 +119,31 @@ void bench_larder_c_batched_puts(void *handle, const bench_data *data, const uin
     r.ops = i;
     *out = r;
 }
+
+void bench_larder_c_batched_deletes(void *handle, const bench_data *data, const uint32_t *ops, size_t ops_count,
+                                    bench_result *out) {
+    bench_result r = {0};
+    larder_delete_request requests[BENCH_BATCH];
+    uint64_t start = bench_now_ns();
+    size_t i = 0;
+    for (; i + BENCH_BATCH <= ops_count; i += BENCH_BATCH) {
+        for (size_t j = 0; j < BENCH_BATCH; j++) {
+            uint32_t index = ops[i + j] & BENCH_OP_INDEX_MASK;
+            requests[j].key = data->keys + (size_t)index * BENCH_KEY_STRIDE;
+            requests[j].key_len = data->key_lens[index];
+        }
+        if (larder_delete_many(handle, requests, BENCH_BATCH) != LARDER_OK) {
+            bench_set_error("larder_delete_many: %s", larder_last_error_message());
+            r.errors += BENCH_BATCH;
+            continue;
+        }
+        for (size_t j = 0; j < BENCH_BATCH; j++) {
+            if (requests[j].status == LARDER_OK) r.found++;
+            else if (requests[j].status == LARDER_NOT_FOUND) r.not_found++;
+            else r.errors++;
+        }
+    }
+    r.nanoseconds = bench_now_ns() - start;
+    r.ops = i;
+    *out = r;
+}

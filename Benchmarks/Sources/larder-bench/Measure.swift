@@ -91,6 +91,12 @@ extension Meter {
         ops.withUnsafeBufferPointer { store.runBatchedPuts(data, $0, maxSeconds: maxSeconds) }.map(Self.stats(of:))
     }
 
+    /// Batched removals of the keys of `ops` (see `Store.runBatchedDeletes`); nil for a store
+    /// without them.
+    func measureBatchedDeletes(_ store: Store, _ data: Dataset, _ ops: [UInt32]) -> LoopStats? {
+        ops.withUnsafeBufferPointer { store.runBatchedDeletes(data, $0) }.map(Self.stats(of:))
+    }
+
     private static func stats(of r: bench_result) -> LoopStats {
         return LoopStats(ops: Int(r.ops), opsPerSecond: r.nanoseconds == 0 ? 0 : Double(r.ops) * 1e9 / Double(r.nanoseconds),
                          p50Nanoseconds: 0, p99Nanoseconds: 0,

@@ -70,6 +70,9 @@ final class Store: @unchecked Sendable {
 
     static func larderPath(in directory: String) -> String { directory + "/cache.larder" }
 
+    /// Whether the store has calls on many keys at once (`runBatchedGets` and its siblings).
+    var hasBatches: Bool { kind == .larderC || kind == .larderSwift }
+
     init(_ kind: PeerKind, directory: String, sizing: StoreSizing, readOnly: Bool = false) throws {
         self.kind = kind
         self.directory = directory
@@ -126,6 +129,22 @@ final class Store: @unchecked Sendable {
             bench_larder_c_batched_puts(handle, &cData, ops.baseAddress, ops.count, maxNs, &result)
         case .larderSwift:
             result = SwiftLoop.runBatchedPuts(cache!, data, ops, maxNs: maxNs)
+        default:
+            return nil
+        }
+        return result
+    }
+
+    /// Removes the keys of `ops` through Larder's batched removal, `BENCH_BATCH` keys a call;
+    /// nil for stores that have none.
+    func runBatchedDeletes(_ data: Dataset, _ ops: UnsafeBufferPointer<UInt32>) -> bench_result? {
+        var result = bench_result()
+        switch kind {
+        case .larderC:
+            var cData = data.cData
+            bench_larder_c_batched_deletes(handle, &cData, ops.baseAddress, ops.count, &result)
+        case .larderSwift:
+            result = SwiftLoop.runBatchedDeletes(cache!, data, ops)
         default:
             return nil
         }

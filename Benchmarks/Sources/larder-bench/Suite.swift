@@ -14,6 +14,9 @@ struct SuiteResult: Codable, Sendable {
     /// `BENCH_BATCH` keys a call (Larder): nil for the other stores, and in results from before.
     var updates: LoopStats?
     var batchedUpdates: LoopStats?
+    /// Every key removed `BENCH_BATCH` keys a call (Larder), after the delete workload has removed
+    /// them one a call and the keys have been written again (not timed).
+    var batchedDeletes: LoopStats?
     /// Disk the store takes after the fill, and after the read and update workloads.
     var fillFileBytes: Int
     var fileBytes: Int
@@ -48,6 +51,7 @@ enum Suite {
         let meter = Meter(valueLength: p.valueSize)
         var runs: [Workload: [LoopStats]] = [:]
         var batchedRuns: [LoopStats] = [], updateRuns: [LoopStats] = [], batchedUpdateRuns: [LoopStats] = []
+        var batchedDeleteRuns: [LoopStats] = []
         let updates = ops[.read]!.map { Op.put(Int($0 & Op.indexMask)) }
         let measuresUpdates = [.larderC, .larderSwift, .memhash].contains(p.peer)
         var fillFileBytes: [Double] = [], fileBytes: [Double] = [], rss: [Double] = []
@@ -81,6 +85,13 @@ enum Suite {
                         if batched.errors > 0 { problems.insert("batched updates: \(batched.errors) failed") }
                     }
                 }
+                if workload == .delete && store.hasBatches {
+                    _ = meter.measure(store, data, ops[.fill]!, maxSeconds: 0)
+                    if let batched = meter.measureBatchedDeletes(store, data, ops[.delete]!) {
+                        batchedDeleteRuns.append(batched)
+                        if batched.errors > 0 || batched.notFound > 0 { problems.insert("batched deletes: \(batched.errors) failed, \(batched.notFound) not found") }
+                    }
+                }
                 if workload == .ycsbB {
                     fileBytes.append(Double(System.allocatedBytes(directory)))
                     rss.append(Double(max(0, System.peakResidentBytes - baseline)))
@@ -93,6 +104,7 @@ enum Suite {
                            batchedReads: batchedRuns.isEmpty ? nil : LoopStats.median(batchedRuns),
                            updates: updateRuns.isEmpty ? nil : LoopStats.median(updateRuns),
                            batchedUpdates: batchedUpdateRuns.isEmpty ? nil : LoopStats.median(batchedUpdateRuns),
+                           batchedDeletes: batchedDeleteRuns.isEmpty ? nil : LoopStats.median(batchedDeleteRuns),
                            fillFileBytes: Int(Stats.median(fillFileBytes)), fileBytes: Int(Stats.median(fileBytes)),
                            rssBytes: Int(rss.first ?? 0),
                            problems: problems.sorted())
@@ -114,6 +126,7 @@ enum Suite {
         combined.batchedReads = median(\.batchedReads)
         combined.updates = median(\.updates)
         combined.batchedUpdates = median(\.batchedUpdates)
+        combined.batchedDeletes = median(\.batchedDeletes)
         combined.fillFileBytes = Int(Stats.median(runs.map { Double($0.fillFileBytes) }))
         combined.fileBytes = Int(Stats.median(runs.map { Double($0.fileBytes) }))
         combined.problems = Set(runs.flatMap(\.problems)).sorted()

@@ -138,4 +138,27 @@ enum SwiftLoop {
         r.ops = UInt64(i)
         return r
     }
+
+    /// The Swift counterpart of `bench_larder_c_batched_deletes`: `removeValues(forKeys:)`.
+    static func runBatchedDeletes(_ cache: Cache, _ data: Dataset, _ ops: UnsafeBufferPointer<UInt32>) -> bench_result {
+        var r = bench_result()
+        let batch = Int(BENCH_BATCH)
+        var keys = [UnsafeRawBufferPointer](repeating: UnsafeRawBufferPointer(start: nil, count: 0), count: batch)
+        let start = bench_now_ns()
+        var i = 0
+        while i + batch <= ops.count {
+            for j in 0..<batch { keys[j] = data.key(Int(ops[i + j] & Op.indexMask)) }
+            do {
+                let removed = try cache.removeValues(forKeys: keys)
+                r.found += UInt64(removed)
+                r.not_found += UInt64(batch - removed)
+            } catch {
+                r.errors += UInt64(batch)
+            }
+            i += batch
+        }
+        r.nanoseconds = bench_now_ns() - start
+        r.ops = UInt64(i)
+        return r
+    }
 }

@@ -95,6 +95,16 @@ extension Cache {
         try synchronously { () throws(LarderError) in try trim(toCount: count) }
     }
 
+    /// Removes the value of each of `keys`, in order, off the caller's actor:
+    /// ``removeValues(forKeys:)-5si73`` in `async` code.
+    ///
+    /// The corresponding C function is `larder_delete_many`.
+    @concurrent @discardableResult
+    public func removeValues<Keys: Collection & Sendable>(forKeys keys: Keys) async throws(LarderError) -> Int
+    where Keys.Element: CacheKey {
+        try synchronously { () throws(LarderError) in try removeValues(forKeys: keys) }
+    }
+
     /// ``removeAll(withPrefix:)-(CacheKey)``, off the caller's actor.
     @concurrent @discardableResult
     public func removeAll(withPrefix prefix: some CacheKey & Sendable) async throws(LarderError) -> Int {

@@ -101,6 +101,30 @@ extension Cache {
         }
     }
 
+    /// Removes the value of each of `keys`, in order, as ``removeValue(forKey:)`` removes one:
+    /// each removal on its own, and visible to readers of every process as soon as it is made.
+    /// A key that cannot be removed (empty, too long) throws when its turn comes: the keys before
+    /// it are removed, those after it are not.
+    ///
+    /// A removal looks the key up as a read does, so a batch overlaps the waits for memory of its
+    /// lookups, as ``withValues(forKeys:_:)`` does (BENCHMARKS.md, batched reads and writes).
+    ///
+    /// - Returns: How many of the keys had a live value.
+    ///
+    /// The corresponding C function is `larder_delete_many`.
+    @inlinable @discardableResult
+    public func removeValues<Keys: Collection>(forKeys keys: Keys) throws(LarderError) -> Int where Keys.Element: CacheKey {
+        var removed = 0
+        try forEachBatch(of: keys, key: { $0 }) { (batch, _, _) throws(LarderError) in
+            try batch.withKeys { (keyAt) throws(LarderError) in
+                try forEachInBatches(count: batch.count, key: keyAt) { (index) throws(LarderError) in
+                    if try removeValue(forKeyBytes: keyAt(index)) { removed += 1 }
+                }
+            }
+        }
+        return removed
+    }
+
     /// Calls `body` with the bytes of the keys of `elements` a batch at a time, the position of
     /// each batch's first element in `elements`, and the batch's elements. Inlined into the
     /// caller, where the types are concrete: only gathering the keys' bytes is generic.

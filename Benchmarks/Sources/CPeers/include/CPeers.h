@@ -104,6 +104,11 @@ void bench_larder_c_batched_gets(void *handle, const bench_data *data, const uin
 void bench_larder_c_batched_puts(void *handle, const bench_data *data, const uint32_t *ops, size_t ops_count,
                                  uint64_t max_ns, bench_result *out);
 
+/* Larder's batched removal (larder_delete_many): the keys of `ops`, BENCH_BATCH keys per call,
+ * all of them (no time limit, as the delete workload). */
+void bench_larder_c_batched_deletes(void *handle, const bench_data *data, const uint32_t *ops, size_t ops_count,
+                                    bench_result *out);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);
 
