@@ -154,7 +154,8 @@ int larder_get_alloc(larder *db, const void *key, size_t key_len, void **value, 
 /* Releases memory returned by larder_get_alloc. NULL is a no-op. */
 void larder_free(void *p);
 
-/* Removes `key`: LARDER_OK, or LARDER_NOT_FOUND when it was not there. */
+/* Removes `key`: LARDER_OK, or LARDER_NOT_FOUND when it was not there or had expired (an expired
+ * entry is removed all the same). */
 int larder_delete(larder *db, const void *key, size_t key_len);
 
 /* One key of larder_delete_many: what to remove and, filled in, what came of it. */
@@ -167,8 +168,8 @@ typedef struct larder_delete_request {
 /* Removes count keys, in order, as count calls of larder_delete would, one request each. The
  * removals of a batch start loading the index slots and records they look at together, as
  * larder_get_many's reads do. Returns LARDER_OK when every request was answered (each in its
- * status; larder_last_error_message() then holds the message of the last one that failed, if
- * any), or LARDER_INVALID_ARGUMENT, removing none, when db is NULL, requests is NULL with
+ * status; larder_last_error_message() then holds the message of the last one that failed with
+ * an error, if any), or LARDER_INVALID_ARGUMENT, removing none, when db is NULL, requests is NULL with
  * count > 0, or count is 2^63 or more. */
 int larder_delete_many(larder *db, larder_delete_request *requests, size_t count);
 

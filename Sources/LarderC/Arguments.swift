@@ -36,8 +36,8 @@ enum Arguments {
         return StatusError.invalid("\(name) is NULL with a length of \(length)")
     }
 
-    /// The requests of a batch (`larder_get_many`, `larder_put_many`): NULL only when there are
-    /// none, and fewer than 2^63.
+    /// The requests of a batch (`larder_get_many`, `larder_put_many`, `larder_delete_many`): NULL
+    /// only when there are none, and fewer than 2^63.
     static func requests<Request>(_ pointer: UnsafeMutablePointer<Request>?, _ count: Int)
         -> Result<UnsafeMutableBufferPointer<Request>, StatusError> {
         guard count >= 0 else { return .failure(StatusError.invalid("count is \(UInt(bitPattern: count))")) }

@@ -192,15 +192,23 @@ static void test_delete_many(void) {
         if (i % 2 == 0) CHECK(larder_put(db, key[i], key_len, "v", 1, 0) == LARDER_OK);
     }
     CHECK(larder_put(db, "kept", 4, "v", 1, 0) == LARDER_OK);
-    requests[17].key = NULL; /* a NULL key */
-    requests[18].key_len = 0; /* an empty key: key-18 stays */
+    static char long_key[5000];
+    memset(long_key, 'k', sizeof long_key);
+    requests[16].key = long_key, requests[16].key_len = sizeof long_key; /* too long: key-16 stays */
+    requests[17].key = NULL;                                             /* a NULL key */
+    requests[18].key_len = 0;                                            /* an empty key: key-18 stays */
     CHECK(larder_delete_many(db, requests, 20) == LARDER_OK);
+    /* The message is the last failure's: request 18's empty key. */
+    CHECK(strstr(larder_last_error_message(), "empty") != NULL);
     int right = 1;
     for (int i = 0; i < 20; i++) {
-        int expected = i == 17 || i == 18 ? LARDER_INVALID_ARGUMENT : i % 2 == 0 ? LARDER_OK : LARDER_NOT_FOUND;
+        int expected = i == 16                ? LARDER_TOO_LARGE
+                     : i == 17 || i == 18     ? LARDER_INVALID_ARGUMENT
+                     : i % 2 == 0             ? LARDER_OK
+                                              : LARDER_NOT_FOUND;
         if (requests[i].status != expected) right = 0;
         int stored = larder_contains(db, key[i], strlen(key[i])) == LARDER_OK;
-        if (stored != (i == 18)) right = 0;
+        if (stored != (i == 16 || i == 18)) right = 0;
     }
     CHECK(right);
     CHECK(larder_contains(db, "kept", 4) == LARDER_OK);

@@ -1,3 +1,4 @@
+import CPeers
 import Foundation
 
 /// The main table: every workload on one store and one value size, in a process of its own.
@@ -14,8 +15,9 @@ struct SuiteResult: Codable, Sendable {
     /// `BENCH_BATCH` keys a call (Larder): nil for the other stores, and in results from before.
     var updates: LoopStats?
     var batchedUpdates: LoopStats?
-    /// Every key removed `BENCH_BATCH` keys a call (Larder), after the delete workload has removed
-    /// them one a call and the keys have been written again (not timed).
+    /// After the delete workload, the keys written again (not timed) and removed, half one key a
+    /// call and half `BENCH_BATCH` keys a call (Larder).
+    var deletes: LoopStats?
     var batchedDeletes: LoopStats?
     /// Disk the store takes after the fill, and after the read and update workloads.
     var fillFileBytes: Int
@@ -51,7 +53,7 @@ enum Suite {
         let meter = Meter(valueLength: p.valueSize)
         var runs: [Workload: [LoopStats]] = [:]
         var batchedRuns: [LoopStats] = [], updateRuns: [LoopStats] = [], batchedUpdateRuns: [LoopStats] = []
-        var batchedDeleteRuns: [LoopStats] = []
+        var deleteRuns: [LoopStats] = [], batchedDeleteRuns: [LoopStats] = []
         let updates = ops[.read]!.map { Op.put(Int($0 & Op.indexMask)) }
         let measuresUpdates = [.larderC, .larderSwift, .memhash].contains(p.peer)
         var fillFileBytes: [Double] = [], fileBytes: [Double] = [], rss: [Double] = []
@@ -86,10 +88,24 @@ enum Suite {
                     }
                 }
                 if workload == .delete && store.hasBatches {
-                    _ = meter.measure(store, data, ops[.fill]!, maxSeconds: 0)
-                    if let batched = meter.measureBatchedDeletes(store, data, ops[.delete]!) {
-                        batchedDeleteRuns.append(batched)
-                        if batched.errors > 0 || batched.notFound > 0 { problems.insert("batched deletes: \(batched.errors) failed, \(batched.notFound) not found") }
+                    // The keys again (not timed), then half of them removed one a call and half
+                    // BENCH_BATCH a call, from the same state: which half goes first alternates
+                    // from repetition to repetition.
+                    let refill = meter.measure(store, data, ops[.fill]!, maxSeconds: 0)
+                    if refill.errors > 0 { problems.insert("refill before the batched deletes: \(refill.errors) failed") }
+                    let deletes = ops[.delete]!
+                    let half = deletes.count / 2 / Int(BENCH_BATCH) * Int(BENCH_BATCH)
+                    let halves = [Array(deletes[..<half]), Array(deletes[half..<2 * half])]
+                    for pass in 0..<2 {
+                        let halfOps = halves[pass]
+                        if (pass == 0) == (rep % 2 == 0) {
+                            let single = meter.measure(store, data, halfOps, maxSeconds: 0)
+                            deleteRuns.append(single)
+                            if single.errors > 0 || single.notFound > 0 { problems.insert("deletes beside the batched ones: \(single.errors) failed, \(single.notFound) not found") }
+                        } else if let batched = meter.measureBatchedDeletes(store, data, halfOps) {
+                            batchedDeleteRuns.append(batched)
+                            if batched.errors > 0 || batched.notFound > 0 { problems.insert("batched deletes: \(batched.errors) failed, \(batched.notFound) not found") }
+                        }
                     }
                 }
                 if workload == .ycsbB {
@@ -104,6 +120,7 @@ enum Suite {
                            batchedReads: batchedRuns.isEmpty ? nil : LoopStats.median(batchedRuns),
                            updates: updateRuns.isEmpty ? nil : LoopStats.median(updateRuns),
                            batchedUpdates: batchedUpdateRuns.isEmpty ? nil : LoopStats.median(batchedUpdateRuns),
+                           deletes: deleteRuns.isEmpty ? nil : LoopStats.median(deleteRuns),
                            batchedDeletes: batchedDeleteRuns.isEmpty ? nil : LoopStats.median(batchedDeleteRuns),
                            fillFileBytes: Int(Stats.median(fillFileBytes)), fileBytes: Int(Stats.median(fileBytes)),
                            rssBytes: Int(rss.first ?? 0),
@@ -126,6 +143,7 @@ enum Suite {
         combined.batchedReads = median(\.batchedReads)
         combined.updates = median(\.updates)
         combined.batchedUpdates = median(\.batchedUpdates)
+        combined.deletes = median(\.deletes)
         combined.batchedDeletes = median(\.batchedDeletes)
         combined.fillFileBytes = Int(Stats.median(runs.map { Double($0.fillFileBytes) }))
         combined.fileBytes = Int(Stats.median(runs.map { Double($0.fileBytes) }))

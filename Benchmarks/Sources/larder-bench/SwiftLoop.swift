@@ -153,6 +153,7 @@ enum SwiftLoop {
                 r.found += UInt64(removed)
                 r.not_found += UInt64(batch - removed)
             } catch {
+                // Which of the batch were removed before the failure is not known here.
                 r.errors += UInt64(batch)
             }
             i += batch

@@ -109,7 +109,8 @@ extension Cache {
     /// A removal looks the key up as a read does, so a batch overlaps the waits for memory of its
     /// lookups, as ``withValues(forKeys:_:)`` does (BENCHMARKS.md, batched reads and writes).
     ///
-    /// - Returns: How many of the keys had a live value.
+    /// - Returns: How many live values were removed. An expired entry is removed too, but not
+    ///   counted, as ``removeValue(forKey:)`` returns false for it; a key listed twice counts once.
     ///
     /// The corresponding C function is `larder_delete_many`.
     @inlinable @discardableResult
