@@ -51,6 +51,9 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         _ = try? cache.bytes(forKey: "fuzz-\(index)")
     }
     if let first = keys.first { _ = try? cache.removeValue(forKey: first) }
+    // Many at once: keys the file held written over, then some of them removed.
+    try? cache.set(keys.prefix(16).map { (key: $0, value: Data($0.reversed())) })
+    _ = try? cache.removeValues(forKeys: keys.suffix(8))
     _ = cache.stats
     try? cache.close()
     return 0
