@@ -1,15 +1,15 @@
 import CLarderSupport
 import Foundation
 
-/// Reading and writing many keys at once.
+/// Reading, writing and removing many keys at once.
 ///
 /// One read waits for memory twice in a row (the key's index slot, then its record), and a read
 /// that takes several hundred instructions keeps the processor from reaching the next read's loads
-/// while it waits. A write of a key already stored waits the same way, for the slot and the record
-/// it writes over. A batch first starts loading every key's index slot, then every record those
-/// slots name, and only then reads or writes the keys one by one as usual: the waits of the whole
-/// batch overlap. The loads are hints, so each read or write is exactly the single one, with its
-/// checks and its guarantees, only faster on a cache larger than the processor's caches.
+/// while it waits. A write over a stored key, and a removal, wait the same way, for the slot and
+/// the record they change. A batch first starts loading every key's index slot, then every record
+/// those slots name, and only then reads, writes or removes the keys one by one as usual: the
+/// waits of the whole batch overlap. The loads are hints, so each call is exactly the single one,
+/// with its checks and its guarantees, only faster on a cache larger than the processor's caches.
 extension Cache {
     /// How many keys start loading together: enough to keep the memory system busy, few enough
     /// that the first key's lines are still in the processor's cache when its turn comes.
@@ -22,8 +22,8 @@ extension Cache {
     /// `body` has had the values before it.
     ///
     /// On a cache larger than the processor's caches this reads up to about twice as many small
-    /// values per second as one call per key (BENCHMARKS.md, batched reads): the reads of a batch
-    /// wait for memory together instead of in turn. Large values gain nothing (their copy is the
+    /// values per second as one call per key (BENCHMARKS.md, batched reads and writes): the reads
+    /// of a batch wait for memory together instead of in turn. Large values gain nothing (their copy is the
     /// read), and a copy of them made in `body` is a second one: read those with
     /// ``copyValue(forKey:into:)`` or ``withValue(forKey:_:)``.
     ///
