@@ -3,6 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "Larder",
+    // Apple platforms: Swift concurrency and the custom executors the tests use. Linux needs none.
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .library(name: "Larder", targets: ["Larder"]),
         // The C API (include/larder.h) as a shared library: libLarderC.so / libLarderC.dylib,

@@ -5,6 +5,8 @@ import PackageDescription
 
 let package = Package(
     name: "LarderBenchmarks",
+    // Larder's own minimums on Apple platforms.
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     dependencies: [
         .package(name: "Larder", path: ".."),
     ],
