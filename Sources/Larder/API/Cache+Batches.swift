@@ -214,7 +214,12 @@ struct KeyBatch {
     @usableFromInline var bytes: [UInt8] = []
     @usableFromInline var starts: [Int] = []
 
-    @inlinable init() {}
+    /// Room for a batch of keys of up to 64 bytes from the start: a call with one batch would
+    /// otherwise grow both arrays several times.
+    @inlinable init() {
+        bytes.reserveCapacity(Cache.batchWidth * 64)
+        starts.reserveCapacity(Cache.batchWidth)
+    }
 
     @usableFromInline var count: Int { starts.count }
 
@@ -225,7 +230,8 @@ struct KeyBatch {
 
     @inlinable mutating func append(_ key: UnsafeRawBufferPointer) {
         starts.append(bytes.count)
-        bytes.append(contentsOf: key)
+        // As typed bytes, which arrays append with one copy (raw bytes go one by one).
+        bytes.append(contentsOf: key.assumingMemoryBound(to: UInt8.self))
     }
 
     /// Calls `body` with a function from a key's position in the batch to its bytes.
