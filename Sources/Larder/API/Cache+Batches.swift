@@ -231,7 +231,7 @@ struct KeyBatch {
     @inlinable mutating func append(_ key: UnsafeRawBufferPointer) {
         starts.append(bytes.count)
         // As typed bytes, which arrays append with one copy (raw bytes go one by one).
-        bytes.append(contentsOf: key.assumingMemoryBound(to: UInt8.self))
+        key.withMemoryRebound(to: UInt8.self) { bytes.append(contentsOf: $0) }
     }
 
     /// Calls `body` with a function from a key's position in the batch to its bytes.
