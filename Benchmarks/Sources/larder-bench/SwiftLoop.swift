@@ -75,91 +75,81 @@ enum SwiftLoop {
         return r
     }
 
+    /// The loop of the batched measurements, the Swift twin of `lc_run_batches`: `batch` over the
+    /// operations `BENCH_BATCH` at a time, until `maxNs` (0: no limit), checked every 256.
+    private static func runBatches(_ ops: UnsafeBufferPointer<UInt32>, maxNs: UInt64,
+                                   _ batch: (UnsafeBufferPointer<UInt32>.SubSequence, inout bench_result) -> Void) -> bench_result {
+        var r = bench_result()
+        let width = Int(BENCH_BATCH)
+        let start = bench_now_ns()
+        let deadline = maxNs != 0 ? start + maxNs : UInt64.max
+        var i = 0
+        while i + width <= ops.count {
+            let end = min(i + 256, ops.count)
+            while i + width <= end {
+                batch(ops[i..<i + width], &r)
+                i += width
+            }
+            if maxNs != 0 && bench_now_ns() >= deadline { break }
+        }
+        r.nanoseconds = bench_now_ns() - start
+        r.ops = UInt64(i)
+        return r
+    }
+
     /// The Swift counterpart of `bench_larder_c_batched_gets`: `withValues(forKeys:)`, each value
     /// copied into its buffer as `larder_get_many` copies it.
     static func runBatchedGets(_ cache: Cache, _ data: Dataset, _ ops: UnsafeBufferPointer<UInt32>, maxNs: UInt64,
                                buffers: UnsafeMutableRawBufferPointer) -> bench_result {
-        var r = bench_result()
-        let batch = Int(BENCH_BATCH)
-        var keys = [UnsafeRawBufferPointer](repeating: UnsafeRawBufferPointer(start: nil, count: 0), count: batch)
-        let start = bench_now_ns()
-        let deadline = maxNs != 0 ? start + maxNs : UInt64.max
-        var i = 0
-        while i + batch <= ops.count {
-            let end = min(i + 256, ops.count)
-            while i + batch <= end {
-                for j in 0..<batch { keys[j] = data.key(Int(ops[i + j] & Op.indexMask)) }
-                do {
-                    try cache.withValues(forKeys: keys) { j, value in
-                        guard let value else { return r.not_found += 1 }
-                        guard value.count == data.valueLength else { return r.errors += 1 }
-                        (buffers.baseAddress! + j * data.valueLength).copyMemory(from: value.baseAddress!, byteCount: value.count)
-                        r.found += 1
-                    }
-                } catch {
-                    r.errors += UInt64(batch)
+        var keys: [UnsafeRawBufferPointer] = []
+        return runBatches(ops, maxNs: maxNs) { batch, r in
+            keys.removeAll(keepingCapacity: true)
+            for op in batch { keys.append(data.key(Int(op & Op.indexMask))) }
+            do {
+                try cache.withValues(forKeys: keys) { j, value in
+                    guard let value else { return r.not_found += 1 }
+                    guard value.count == data.valueLength else { return r.errors += 1 }
+                    (buffers.baseAddress! + j * data.valueLength).copyMemory(from: value.baseAddress!, byteCount: value.count)
+                    r.found += 1
                 }
-                i += batch
+            } catch {
+                r.errors += UInt64(batch.count)
             }
-            if maxNs != 0 && bench_now_ns() >= deadline { break }
         }
-        r.nanoseconds = bench_now_ns() - start
-        r.ops = UInt64(i)
-        return r
     }
 
     /// The Swift counterpart of `bench_larder_c_batched_puts`: `set(_:)` with `BENCH_BATCH` entries.
     static func runBatchedPuts(_ cache: Cache, _ data: Dataset, _ ops: UnsafeBufferPointer<UInt32>, maxNs: UInt64) -> bench_result {
-        var r = bench_result()
-        let batch = Int(BENCH_BATCH)
-        let none = UnsafeRawBufferPointer(start: nil, count: 0)
-        var entries = [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)](repeating: (none, none), count: batch)
-        let start = bench_now_ns()
-        let deadline = maxNs != 0 ? start + maxNs : UInt64.max
-        var i = 0
-        while i + batch <= ops.count {
-            let end = min(i + 256, ops.count)
-            while i + batch <= end {
-                for j in 0..<batch {
-                    let index = Int(ops[i + j] & Op.indexMask)
-                    entries[j] = (data.key(index), data.value(index))
-                }
-                do {
-                    try cache.set(entries)
-                    r.found += UInt64(batch)
-                } catch {
-                    r.errors += UInt64(batch)
-                }
-                i += batch
+        var entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)] = []
+        return runBatches(ops, maxNs: maxNs) { batch, r in
+            entries.removeAll(keepingCapacity: true)
+            for op in batch {
+                let index = Int(op & Op.indexMask)
+                entries.append((data.key(index), data.value(index)))
             }
-            if maxNs != 0 && bench_now_ns() >= deadline { break }
+            do {
+                try cache.set(entries)
+                r.found += UInt64(batch.count)
+            } catch {
+                r.errors += UInt64(batch.count)
+            }
         }
-        r.nanoseconds = bench_now_ns() - start
-        r.ops = UInt64(i)
-        return r
     }
 
     /// The Swift counterpart of `bench_larder_c_batched_deletes`: `removeValues(forKeys:)`.
     static func runBatchedDeletes(_ cache: Cache, _ data: Dataset, _ ops: UnsafeBufferPointer<UInt32>) -> bench_result {
-        var r = bench_result()
-        let batch = Int(BENCH_BATCH)
-        var keys = [UnsafeRawBufferPointer](repeating: UnsafeRawBufferPointer(start: nil, count: 0), count: batch)
-        let start = bench_now_ns()
-        var i = 0
-        while i + batch <= ops.count {
-            for j in 0..<batch { keys[j] = data.key(Int(ops[i + j] & Op.indexMask)) }
+        var keys: [UnsafeRawBufferPointer] = []
+        return runBatches(ops, maxNs: 0) { batch, r in
+            keys.removeAll(keepingCapacity: true)
+            for op in batch { keys.append(data.key(Int(op & Op.indexMask))) }
             do {
                 let removed = try cache.removeValues(forKeys: keys)
                 r.found += UInt64(removed)
-                r.not_found += UInt64(batch - removed)
+                r.not_found += UInt64(batch.count - removed)
             } catch {
                 // Which of the batch were removed before the failure is not known here.
-                r.errors += UInt64(batch)
+                r.errors += UInt64(batch.count)
             }
-            i += batch
         }
-        r.nanoseconds = bench_now_ns() - start
-        r.ops = UInt64(i)
-        return r
     }
 }
