@@ -187,6 +187,49 @@ struct DamagedFileTests {
         #expect(try cache.bytes(forKey: "k9").flatMap { VersionedValue.check($0, key: 9) } == 1)
     }
 
+    /// A handle that takes up the view again after another process changed the file takes only a
+    /// meta copy it could have opened with: one of a newer format is passed over for the older
+    /// copy; one naming pages past the end of the file, which no writer leaves, is damage.
+    /// Before, it took either, and its next access to the index they named, past the file's end,
+    /// was `SIGBUS` (found by review).
+    @Test(arguments: [(readVersion: UInt32(2), olderCopyTaken: true), (readVersion: UInt32(1), olderCopyTaken: false)])
+    func aViewTakenUpAgainIgnoresMetaCopiesItCouldNotOpenWith(readVersion: UInt32, olderCopyTaken: Bool) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeCache(path)
+        // A capacity the file has not grown to: the reader maps 16 MiB of a file of about 2.
+        let mapped = 16 << 20
+        for copy in 0..<2 { try rewriteMeta(path, copy: copy) { $0.capacity = mapped } }
+        let copies = metaCopies(try [UInt8](Data(contentsOf: URL(fileURLWithPath: path))))
+        let newest = copies[0].sequence >= copies[1].sequence ? 0 : 1
+        let reader = try Cache(path: path, options: .init(readOnly: true))
+        #expect(try reader.bytes(forKey: "k3").flatMap { VersionedValue.check($0, key: 3) } == 1)
+
+        // The other copy becomes the newest, naming an index 8 MiB in, and the change counter
+        // moves, as a writer of another process would leave them.
+        var hostile = copies[newest]
+        hostile.sequence += 1
+        hostile.readVersion = readVersion
+        hostile.fileSize = mapped
+        hostile.activeIndex.offset = mapped / 2
+        var encoded = [UInt8](repeating: 0, count: Meta.encodedSize)
+        encoded.withUnsafeMutableBytes { hostile.encode(into: $0) }
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        try handle.seek(toOffset: UInt64((1 - newest) * 4096))
+        try handle.write(contentsOf: encoded)
+        try handle.seek(toOffset: UInt64(2 * 4096 + 264))
+        let counter = try #require(try handle.read(upToCount: 8)).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+        try handle.seek(toOffset: UInt64(2 * 4096 + 264))
+        try handle.write(contentsOf: withUnsafeBytes(of: counter + 1) { Data($0) })
+        try handle.close()
+
+        if olderCopyTaken {
+            #expect(try reader.bytes(forKey: "k3").flatMap { VersionedValue.check($0, key: 3) } == 1)
+        } else {
+            #expect(errorCode { _ = try reader.bytes(forKey: "k3") } == .corrupt)
+        }
+    }
+
     /// A clean file whose live totals cannot be right (a hostile shared-state page: fewer live
     /// bytes than its entries hold) is rebuilt on open; before, replacing a value took a total
     /// below zero and trapped (found by the fuzzer).

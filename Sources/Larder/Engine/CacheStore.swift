@@ -552,17 +552,29 @@ final class CacheStore {
     }
 
     /// One attempt at taking the view the meta page describes now; the error when it is not whole.
+    ///
+    /// Only a copy this handle could have opened with is taken: of a format it reads, with the
+    /// capacity it mapped (only a process alone with the file changes it), and naming no bytes
+    /// past the end of the file, which a writer extends before it names them. A hostile copy
+    /// would otherwise point the view at pages past the file's end, whose access is `SIGBUS`.
     private func takeView(counter: UInt64) -> LarderError? {
         var newest: Meta?
         for page in 0..<FileLayout.metaPageCount {
             if case .success(let copy) = Meta.decode(file.bytes(at: page * pageSize, count: Meta.encodedSize)),
-               copy.validationFailure() == nil, copy.pageSize == pageSize, copy.checksumSeed == meta.checksumSeed,
+               copy.validationFailure() == nil, copy.readVersion <= FileLayout.formatVersion,
+               copy.pageSize == pageSize, copy.capacity == meta.capacity, copy.checksumSeed == meta.checksumSeed,
                copy.sequence > (newest?.sequence ?? 0) {
                 newest = copy
             }
         }
         guard let newest else {
             return LarderError(.corrupt, "both meta pages are unreadable", path: path)
+        }
+        if newest.fileSize > file.size {
+            let diskSize = (try? file.descriptor.size()) ?? 0
+            if diskSize < newest.fileSize {
+                return LarderError(.corrupt, "the meta page names \(newest.fileSize) bytes; the file has \(diskSize)", path: path)
+            }
         }
         let previous = (meta, file.size)
         meta = newest
