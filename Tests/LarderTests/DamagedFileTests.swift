@@ -648,6 +648,36 @@ struct DamagedFileTests {
         }
     }
 
+    /// A compressed entry whose header claims a raw length its block could never produce (none,
+    /// or more than 255 bytes for each stored byte) is not a valid record: its key reads as
+    /// absent. Before, a read first set aside the claimed length (up to 4 GiB, which traps where
+    /// memory is short) and then reported the value damaged, and `copyValue` reported its length.
+    @Test(arguments: [UInt64(0), UInt64(UInt32.max)])
+    func aCompressedEntryClaimingAnImpossibleRawLengthIsNotRead(rawLength: UInt64) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        do {
+            let cache = try Cache(at: path, capacity: 2 << 20)
+            try cache.set([UInt8](repeating: 7, count: 1000), forKey: "packed", compression: .lz4)
+            try cache.set([1, 2, 3], forKey: "other")
+            try cache.close()
+        }
+        try rewrite(path) { bytes in
+            let offset = recordOffset(ofKey: "packed", in: bytes)
+            let lengths = offset + RecordHeader.Field.storedLength
+            let stored = UInt64(bytes[lengths]) | UInt64(bytes[lengths + 1]) << 8
+            #expect(stored < 100, "the value was stored compressed")
+            store(stored | rawLength << 32, at: lengths, in: &bytes)
+            resealHeader(at: offset, in: &bytes)
+        }
+        let cache = try Cache(path: path)
+        #expect(try cache.data(forKey: "packed") == nil)
+        var buffer = [UInt8](repeating: 0, count: 64)
+        #expect(try buffer.withUnsafeMutableBytes { try cache.copyValue(forKey: "packed", into: $0) } == nil)
+        #expect(try cache.withValue(forKey: "packed") { $0.count } == nil)
+        #expect(try cache.data(forKey: "other") == Data([1, 2, 3]))
+    }
+
     /// The copying reads (`data`, `copyValue`, and so `larder_get`) take a short path first and
     /// leave a checksum mismatch to the careful one: either way a damaged value is an error, and
     /// counts as neither a hit nor a miss. Lengths on both sides of the short checksum's limit.

@@ -9,6 +9,14 @@ enum LZ4Codec {
     /// liblz4's limit on one block's input.
     static let maximumInputSize = Int(LZ4_MAX_INPUT_SIZE)
 
+    /// Whether a block of `storedLength` bytes could decompress to `rawLength` bytes: each byte of
+    /// a block yields at most 255 bytes, and no writer compresses more than liblz4 takes. A
+    /// reader sets aside the raw length before it decodes, so a header claiming more is damage,
+    /// not a reason to allocate gigabytes (FORMAT.md 4.2).
+    static func mayDecompress(_ storedLength: Int, to rawLength: Int) -> Bool {
+        storedLength > 0 && rawLength > 0 && rawLength <= maximumInputSize && rawLength <= storedLength &* 255 &+ 16
+    }
+
     /// The most bytes compressing `count` bytes can produce.
     static func bound(_ count: Int) -> Int {
         Int(LZ4_compressBound(Int32(clamping: count)))

@@ -213,7 +213,8 @@ struct RecordHeader: Equatable {
         guard offset &+ header.totalSize <= limit, header.sequence < sequenceLimit else { return nil }
         if kind == .entry {
             guard header.keyLength > 0 else { return nil }
-            guard header.isCompressed || header.rawLength == header.storedLength else { return nil }
+            guard header.isCompressed ? LZ4Codec.mayDecompress(header.storedLength, to: header.rawLength)
+                                      : header.rawLength == header.storedLength else { return nil }
         }
         return header
     }

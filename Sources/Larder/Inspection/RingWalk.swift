@@ -240,8 +240,6 @@ extension FileInspector {
     /// The value `header` describes, from its `stored` bytes.
     func decodedValue(header: RecordHeader, stored: UnsafeRawBufferPointer) -> [UInt8]? {
         guard header.isCompressed else { return Array(stored) }
-        // LZ4 expands at most 255-fold: a larger raw length is a lie, not worth allocating for.
-        guard header.rawLength > 0, header.rawLength <= header.storedLength &* 255 &+ 16 else { return nil }
         var decoded = true
         let bytes = [UInt8](unsafeUninitializedCapacity: header.rawLength) { buffer, count in
             decoded = LZ4Codec.decompress(stored, into: UnsafeMutableRawBufferPointer(buffer))
