@@ -678,6 +678,45 @@ struct DamagedFileTests {
         #expect(try cache.data(forKey: "other") == Data([1, 2, 3]))
     }
 
+    /// The statistics' counters come from the file: whatever values they hold, the hit ratio
+    /// is a ratio, never a trap (before, hits and misses were added as integers).
+    @Test func countersOfAnyValueGiveAHitRatio() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeCache(path)
+        try rewrite(path) { bytes in
+            store(UInt64.max, at: 2 * 4096 + 320, in: &bytes)
+            store(1, at: 2 * 4096 + 328, in: &bytes)
+        }
+        let ratio = try Cache(path: path).stats.hitRatio
+        #expect(ratio >= 0 && ratio <= 1)
+    }
+
+    /// A clean file may claim as many entries as its bytes could hold, far more than its index
+    /// has slots: an eviction sets aside room for the entries the index holds, not for the count
+    /// claimed (before, a sparse 1 TiB file made `trim` reserve some 500 GB, and trap).
+    @Test func anEntryCountFarAboveTheIndexDoesNotSizeAnEviction() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeCache(path)
+        let size = 1 << 40
+        let dataStart = FileLayout.dataStart(pageSize: 4096)
+        for copy in 0..<2 { try rewriteMeta(path, copy: copy) { $0.capacity = size; $0.fileSize = size } }
+        let state = 2 * 4096
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        try handle.truncate(atOffset: UInt64(size))
+        let ring = size - dataStart
+        for (field, value) in [(208, ring), (248, ring), (224, ring / RecordHeader.size)] {
+            try handle.seek(toOffset: UInt64(state + field))
+            try handle.write(contentsOf: withUnsafeBytes(of: UInt64(value)) { Data($0) })
+        }
+        try handle.close()
+        let cache = try Cache(path: path)
+        #expect(!cache.wasRecovered, "the file was taken as it is")
+        _ = try cache.trim(toCount: 1)
+        #expect(try cache.bytes(forKey: "k1") == nil)
+    }
+
     /// The copying reads (`data`, `copyValue`, and so `larder_get`) take a short path first and
     /// leave a checksum mismatch to the careful one: either way a damaged value is an error, and
     /// counts as neither a hit nor a miss. Lengths on both sides of the short checksum's limit.

@@ -42,6 +42,7 @@ public struct CacheStatistics: Hashable, Sendable {
 
     /// Hits per lookup, 0 when there were none.
     public var hitRatio: Double {
-        hits + misses == 0 ? 0 : Double(hits) / Double(hits + misses)
+        // In doubles: the counters come from the file, where a damaged one may hold any value.
+        hits == 0 && misses == 0 ? 0 : Double(hits) / (Double(hits) + Double(misses))
     }
 }

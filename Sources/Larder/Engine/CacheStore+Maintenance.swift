@@ -55,7 +55,8 @@ extension CacheStore {
         let now = SystemCall.nowMilliseconds()
         // Rank 0: expired; 1: not read; 2: read. Within a rank, the sequence number says the age.
         var candidates: [(rank: UInt8, sequence: UInt64, offset: Int)] = []
-        candidates.reserveCapacity(state.entryCount)
+        // The count comes from the file: a damaged one may claim more entries than slots.
+        candidates.reserveCapacity(max(0, min(state.entryCount, active.slotCount + (draining?.slotCount ?? 0))))
         forEachIndexedEntry { offset, header in
             let rank: UInt8 = header.isExpired(now: now) ? 0 : RecordHeader.wasVisited(in: file, at: offset) ? 2 : 1
             candidates.append((rank, header.sequence, offset))
