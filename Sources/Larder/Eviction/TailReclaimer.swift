@@ -65,7 +65,10 @@ extension CacheStore {
             moveTail(to: tail + length, consumed: length)
             return length
         }
-        guard let header = RecordHeader.read(from: file, at: tail, limit: ringEnd, seed: seed) else {
+        // A segment header counts only where a segment can be (FORMAT.md 4.7): stepping over a
+        // hostile one's length would pass live entries without taking them out of the index.
+        guard let header = RecordHeader.read(from: file, at: tail, limit: ringEnd, seed: seed),
+              header.kind == .entry || IndexSegment.isWellFormed(header, at: tail, pageSize: pageSize) else {
             // Damage where the tail stands: rebuild everything from the records that check out.
             // The caller's loop looks at the new state afterwards.
             try rebuild()
