@@ -69,7 +69,8 @@ typedef struct larder_options {
     uint32_t struct_size;           /* set by larder_options_init: sizeof(larder_options) */
     uint32_t flags;                 /* LARDER_FLAG_READ_ONLY */
     uint64_t capacity_bytes;        /* 0 = the file's own, or 64 MiB when creating; see larder_open */
-    uint32_t page_size;             /* 0 = 4096; a power of two 4096..65536; used only when creating */
+    uint32_t page_size;             /* 0 = 4096; a power of two 4096..65536, checked on every open,
+                                       used only when creating (a file keeps its own) */
     uint32_t compression;           /* LARDER_COMPRESSION_NONE or LARDER_COMPRESSION_LZ4 */
     uint64_t default_ttl_ms;        /* 0 = entries do not expire unless a put says so */
     uint32_t file_mode;             /* permission bits of a new file; 0 = 0600 (owner only) */

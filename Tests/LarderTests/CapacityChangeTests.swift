@@ -29,6 +29,30 @@ struct CapacityChangeTests {
         #expect(cache.count == 400)
     }
 
+    /// A capacity asked for at open is measured against the file's page size, not the one the
+    /// options give (which only a creation uses): below the file's minimum it is not taken.
+    /// Before, a 64 KiB-page file cut short (and recovered) to less than 16 pages took a
+    /// capacity below its minimum, and wrote a meta copy that every later open turned down.
+    @Test func aCapacityBelowTheFilesMinimumIsNotTaken() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        do {
+            let cache = try Cache(path: path, options: .init(capacity: .bytes(4 << 20), pageSize: 65536))
+            try cache.set([1, 2, 3], forKey: "a")
+            try cache.sync()
+            try cache.close()
+        }
+        // Cut short to 8 pages, and recovered: the file's size is now below 16 pages.
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        try handle.truncate(atOffset: 8 * 65536)
+        try handle.close()
+        try Cache(path: path).close()
+        let cache = try Cache(at: path, capacity: 640 << 10)
+        #expect(cache.capacity == 4 << 20)
+        try cache.close()
+        #expect(try Cache(path: path).capacity == 4 << 20)
+    }
+
     @Test func aSmallerCapacityKeepsTheNewestEntriesThatFit() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()

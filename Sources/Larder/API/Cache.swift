@@ -31,7 +31,8 @@ public final class Cache: @unchecked Sendable {
         /// proportional to the file's size; if the disk has no room for that copy, the file keeps
         /// its capacity.
         public var capacity: ByteCount?
-        /// Page size of a new file: a power of two from 4096 to 65536. Ignored when opening.
+        /// Page size of a new file: a power of two from 4096 to 65536. An existing file keeps its
+        /// own, but a value outside that range is refused even then.
         public var pageSize: Int
         /// Expiry for writes that do not name one.
         public var defaultExpiry: Expiry

@@ -310,7 +310,8 @@ final class CacheStore {
         let readOnly = configuration.readOnly || meta.writeVersion > FileLayout.formatVersion
         var metaChanged = false
         if alone, !readOnly, let requested = configuration.capacity.map({ FileLayout.alignUp($0, meta.pageSize) }),
-           requested != meta.capacity, requested >= meta.fileSize {
+           requested != meta.capacity, requested >= meta.fileSize,
+           requested >= FileLayout.minimumCapacity(pageSize: meta.pageSize) {
             // Growing is free; shrinking is possible while the file has not grown past the new
             // size. Only a sole writer may: every process maps the capacity it found.
             meta.capacity = requested
