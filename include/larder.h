@@ -36,7 +36,7 @@ extern "C" {
 #define LARDER_CORRUPT (-4)
 /* Not a Larder file, or one that needs a newer Larder. */
 #define LARDER_INCOMPATIBLE (-5)
-/* A write to a cache opened read-only. */
+/* A write to a cache opened read-only, or to a file a newer Larder wrote (see larder_open). */
 #define LARDER_READ_ONLY (-6)
 /* Memory could not be allocated. */
 #define LARDER_NO_MEMORY (-7)
@@ -86,13 +86,16 @@ void larder_options_init(larder_options *opts);
  * process shares the file with (every handle maps the capacity it found); otherwise the file
  * keeps its capacity, which larder_stats reports. A smaller capacity than the file has grown to
  * rewrites the file with its newest entries that fit, in time proportional to its size; if the
- * disk has no room for that copy, the file keeps its capacity. */
+ * disk has no room for that copy, the file keeps its capacity. A file written by a newer Larder
+ * that this one can read but not maintain opens read-only, whatever the flags: its reads work,
+ * and its writes return LARDER_READ_ONLY. */
 int larder_open(const char *path, const larder_options *opts, larder **out);
 
 /* Flushes, marks the file cleanly closed and frees the handle. NULL is a no-op. The handle must
  * not be used afterwards, nor concurrently with this call. Called from inside a larder_foreach
- * callback of this same handle, it does nothing and the handle stays open (see
- * larder_last_error_message()): close it after larder_foreach returns. */
+ * callback of this same handle, it does nothing and the handle stays open, and
+ * larder_last_error_message() says so (it is "" after a close that closed): close it after
+ * larder_foreach returns. */
 void larder_close(larder *db);
 
 /* ---- Reading and writing ------------------------------------------------------------------- */
@@ -123,8 +126,9 @@ typedef struct larder_put_request {
  * is NULL, requests is NULL with count > 0, or count is 2^63 or more. */
 int larder_put_many(larder *db, larder_put_request *requests, size_t count);
 
-/* Copies the value for `key` into buf. *value_len receives the value's length. When buf_len is
- * too small, nothing is copied and LARDER_BUFFER_TOO_SMALL is returned: pass buf = NULL and
+/* Copies the value for `key` into buf. With LARDER_OK or LARDER_BUFFER_TOO_SMALL, *value_len
+ * receives the value's length; with any other status it is left as it was. When buf_len is too
+ * small, nothing is copied and LARDER_BUFFER_TOO_SMALL is returned: pass buf = NULL and
  * buf_len = 0 to ask for the size. */
 int larder_get(larder *db, const void *key, size_t key_len,
                void *buf, size_t buf_len, size_t *value_len);
@@ -156,7 +160,8 @@ int larder_get_alloc(larder *db, const void *key, size_t key_len, void **value, 
 void larder_free(void *p);
 
 /* Removes `key`: LARDER_OK, or LARDER_NOT_FOUND when it was not there or had expired (an expired
- * entry is removed all the same). */
+ * entry is removed all the same); or an error, as for any call (a bad key, a read-only handle,
+ * a damaged file, LARDER_BUSY). */
 int larder_delete(larder *db, const void *key, size_t key_len);
 
 /* One key of larder_delete_many: what to remove and, filled in, what came of it. */
@@ -174,7 +179,8 @@ typedef struct larder_delete_request {
  * count > 0, or count is 2^63 or more. */
 int larder_delete_many(larder *db, larder_delete_request *requests, size_t count);
 
-/* LARDER_OK when `key` has a live value, LARDER_NOT_FOUND when not. */
+/* LARDER_OK when `key` has a live value, LARDER_NOT_FOUND when not; or an error, as for any call
+ * (a bad key, a damaged file, LARDER_BUSY). */
 int larder_contains(larder *db, const void *key, size_t key_len);
 
 /* Removes every entry, in time independent of how many there are. */

@@ -56,6 +56,8 @@ public func larderOpen(_ path: UnsafePointer<CChar>?, _ opts: UnsafePointer<lard
 
 @c(larder_close)
 public func larderClose(_ db: UnsafeMutablePointer<larder>?) {
+    // Its only answer is the message: an earlier call's must not stand for this one's.
+    LastError.clear()
     guard let db else { return }
     let cache = Unmanaged<Cache>.fromOpaque(UnsafeRawPointer(db))
     do {

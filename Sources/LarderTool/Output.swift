@@ -53,11 +53,9 @@ func reportingErrors(_ body: () throws -> Void) throws {
     }
 }
 
-/// `PATH: message (code)`, the way the tool shows a library error.
+/// `PATH: message (code)`, the way the tool shows a library error. The library's message says
+/// which of its reasons it was: a `busy` is not always another process holding the file.
 func describe(_ error: LarderError) -> String {
     let place = error.path.map { "\($0): " } ?? ""
-    switch error.code {
-    case .busy: return "\(place)the cache is open in another process (busy)"
-    default: return "\(place)\(error.message) (\(error.code))"
-    }
+    return "\(place)\(error.message) (\(error.code))"
 }

@@ -445,7 +445,10 @@ static void test_foreach_clear_sync(void) {
     CHECK(larder_clear(db) == LARDER_OK);
     w.count = 0;
     CHECK(larder_foreach(db, count_entries, &w) == LARDER_OK && w.count == 0);
+    /* A close that closed leaves no earlier call's message behind: its message is its answer. */
+    CHECK(larder_put(db, NULL, 1, "1", 1, 0) == LARDER_INVALID_ARGUMENT && strlen(larder_last_error_message()) > 0);
     larder_close(db);
+    CHECK(strcmp(larder_last_error_message(), "") == 0);
 }
 
 static void test_strings(void) {

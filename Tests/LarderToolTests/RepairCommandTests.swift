@@ -183,6 +183,17 @@ struct RepairCommandTests {
         try Larder.expect(["compact", "--capacity", "lots", path], status: 64)
     }
 
+    /// `compact` refuses a file with another hard link, and says why: not that the file is open
+    /// elsewhere (before, every refusal of that kind read "open in another process").
+    @Test func compactSaysWhyItRefusesAHardLinkedFile() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Cache(path: path).close()
+        try FileManager.default.linkItem(atPath: path, toPath: directory.path("other-name.larder"))
+        let run = try Larder.expect(["compact", path], status: 2, stdout: "")
+        #expect(run.stderr == "larder: \(path): the file has 2 hard links; the others would keep the old file (busy)\n")
+    }
+
     /// A cache that wrapped many times, evicted, relocated, grew its index and was cleared once.
     @Test func aHeavilyUsedFileVerifiesAndRecoversWhole() throws {
         let directory = TemporaryDirectory()

@@ -36,7 +36,9 @@ public final class Cache: @unchecked Sendable {
         public var pageSize: Int
         /// Expiry for writes that do not name one.
         public var defaultExpiry: Expiry
-        /// Open without the right to change anything; fails when the file does not exist.
+        /// Open without the right to change anything; fails when the file does not exist. A file
+        /// written by a newer Larder that this one can read but not maintain opens read-only
+        /// whatever this says: its writes throw `.readOnly`.
         public var readOnly: Bool
         /// How writes that do not say otherwise store values.
         public var compression: Compression
@@ -403,8 +405,10 @@ public final class Cache: @unchecked Sendable {
         }
     }
 
-    /// Flushes the cache, marks the file cleanly closed and releases it. Later calls on this
-    /// cache throw `.closed`. Calling `close()` again does nothing. Close a cache only when no
+    /// Flushes the cache, marks the file cleanly closed and releases it. Later reads and writes
+    /// on this cache throw `.closed`; the properties that cannot throw answer as for an empty
+    /// cache (``count``, ``totalBytes`` and ``fileBytes`` 0, ``contains(_:)`` false, and the
+    /// sizes in ``stats`` 0). Calling `close()` again does nothing. Close a cache only when no
     /// other thread is inside `withValue(forKey:_:)` on it: reads take no lock, so closing does not
     /// wait for them, and bytes lent when the file is let go are no longer protected from writers
     /// of other processes. Closing from inside such a closure, or from inside this cache's

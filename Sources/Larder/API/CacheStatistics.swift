@@ -3,7 +3,7 @@
 /// The counters persist in the file and add up over every process that used it; the hits and
 /// misses of other processes appear once those processes sync or close.
 public struct CacheStatistics: Hashable, Sendable {
-    /// Live entries.
+    /// Entries stored, expired ones included until they are reclaimed (as ``Cache/count``).
     public var entryCount: Int
     /// Bytes of live values as the caller sees them (decompressed).
     public var liveBytes: Int
