@@ -477,6 +477,39 @@ struct DamagedFileTests {
         #expect(cache.stats.recoveries >= 1)
     }
 
+    /// The room of a dead entry is never taken where it would reach into an index segment,
+    /// whatever the entry's header claimed (FORMAT.md 6.8). Before, a large entry whose hostile
+    /// header ran into the segment placed after it left, once replaced, a room over the segment,
+    /// which the next large value took.
+    @Test func aDeadRoomReachingIntoAnIndexSegmentIsNotTaken() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        do {
+            let cache = try Cache(at: path, capacity: 8 << 20)
+            let loadLimit = HashTable.loadLimit(slotCount: HashTable.minimumSlotCount)
+            for key in 0..<(loadLimit - 1) { try cache.set([UInt8(key & 0xFF)], forKey: "k\(key)") }
+            try cache.set(pattern(1, count: 5_000), forKey: "big")
+            // The index doubles: its new segment goes at the head, right after "big".
+            try cache.set([1], forKey: "trigger")
+            try cache.close()
+        }
+        try rewrite(path) { bytes in
+            let island = newestMeta(bytes).activeIndex.offset
+            let offset = recordOffset(ofKey: "big", in: bytes)
+            #expect(island > offset, "the segment lies after the entry")
+            let stored = UInt64(island + 64 - offset - RecordHeader.size - 3)
+            store(stored | stored << 32, at: offset + RecordHeader.Field.storedLength, in: &bytes)
+            resealHeader(at: offset, in: &bytes)
+        }
+        let cache = try Cache(path: path)
+        try cache.set(pattern(2, count: 5_000), forKey: "big")
+        // A value the size of the room claimed (its size class), which would take it.
+        try cache.set(pattern(3, count: 8_140), forKey: "other")
+        #expect(cache.store.recordsPlacedInDeadRoom == 0)
+        #expect(try cache.bytes(forKey: "other") == pattern(3, count: 8_140))
+        #expect(try cache.bytes(forKey: "k7") == [7])
+    }
+
     /// A clean file whose entry count is lower than its index holds: removals take the count
     /// below zero, which `removeAll` turned into a trap when adding it to the statistics.
     @Test func anEntryCountTooLowInACleanFileNeverTraps() throws {

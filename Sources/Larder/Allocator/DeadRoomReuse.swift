@@ -131,13 +131,15 @@ extension CacheStore {
     }
 
     /// The size of the listed room, if it is still what the list says: a dead entry with the
-    /// sequence number listed, inside the span (checked although the list is kept exact: the file
-    /// is shared, and may be hostile).
+    /// sequence number listed, inside the span, clear of the index segments (checked although the
+    /// list is kept exact: the file is shared, and may be hostile, its headers claiming any size).
     private func deadEntrySize(_ room: FreeList.Room) -> Int? {
         guard room.offset >= ringStart,
               let header = RecordHeader.read(from: file, at: room.offset, limit: ringEnd, seed: seed),
-              header.kind == .entry, !header.isLive, header.sequence == room.sequence else { return nil }
-        return roomSize(at: room.offset, recordSize: header.totalSize)
+              header.kind == .entry, !header.isLive, header.sequence == room.sequence,
+              let size = roomSize(at: room.offset, recordSize: header.totalSize),
+              !layout.overlapsIsland(room.offset, room.offset + size) else { return nil }
+        return size
     }
 
     /// Whether a reader of any process lends bytes of `[offset, offset + size)`. Checked after the
