@@ -71,7 +71,7 @@ let package = Package(
         // -sanitize=fuzzer; it has no main of its own).
         .executableTarget(
             name: "larder-fuzz",
-            dependencies: ["Larder"],
+            dependencies: ["Larder", "CLarderSupport"],
             path: "Tests/Fuzz",
             exclude: ["run", "corpus"]
         ),

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #if defined(__linux__) && !defined(F_OFD_SETLK)
+#define F_OFD_GETLK 36
 #define F_OFD_SETLK 37
 #define F_OFD_SETLKW 38
 #endif
@@ -33,6 +34,24 @@ int lrd_lock_byte(int fd, uint64_t start, int mode, int wait) {
     for (;;) {
         if (fcntl(fd, cmd, &fl) == 0) return 0;
         if (errno != EINTR) return errno;
+    }
+}
+
+int lrd_byte_is_locked(int fd, uint64_t start) {
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK; /* asked about, not taken: allowed on a read-only descriptor */
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)start;
+    fl.l_len = 1;
+#if defined(__linux__)
+    int cmd = F_OFD_GETLK;
+#else
+    int cmd = F_GETLK;
+#endif
+    for (;;) {
+        if (fcntl(fd, cmd, &fl) == 0) return fl.l_type != F_UNLCK;
+        if (errno != EINTR) return -errno;
     }
 }
 

@@ -2,9 +2,11 @@ import Foundation
 @_spi(Inspection) import Larder
 
 // The coverage-guided fuzz target (libFuzzer): every input is a cache file. The inspector behind
-// `larder info`, `verify`, `dump` and `get` reads it as found; then it is opened for writing (so
-// recovery runs on it), read, written, walked and closed. Any crash, hang or sanitizer report is
-// a bug; errors are fine. Built and run by Tests/Fuzz/run, which compiles
+// `larder info`, `verify`, `dump` and `get` reads it as found; a read-only handle reads it; then
+// it is opened for writing (so recovery runs on it), read, written, walked, trimmed and closed.
+// All of it twice: on the file as given, and with its checksums made right (`Resealing`), so
+// that a mutated length or offset reaches the checks a hostile file meets. Any crash, hang or
+// sanitizer report is a bug; errors are fine. Built and run by Tests/Fuzz/run, which compiles
 // with -sanitize=fuzzer and LARDER_FUZZING; an ordinary build only says how to run it.
 
 #if LARDER_FUZZING
@@ -36,15 +38,27 @@ private let path: String = {
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
-    guard FileManager.default.createFile(atPath: path, contents: Data(bytes: data, count: size)) else { return 0 }
+    let file = Array(UnsafeBufferPointer(start: data, count: size))
+    exercise(file)
+    if let resealed = Resealing.resealed(file) { exercise(resealed) }
+    return 0
+}
+
+private func exercise(_ file: [UInt8]) {
+    guard FileManager.default.createFile(atPath: path, contents: Data(file)) else { return }
     defer { unlink(path) }
     if let inspector = try? FileInspector(path: path) {
         let (_, walk) = inspector.verify()
         for entry in walk.entries.prefix(8) { _ = inspector.value(of: entry) }
         _ = inspector.lookup(key: Array("fuzz-1".utf8))
     }
+    // A clean file opens read-only as it is, without recovery.
+    if let reader = try? Cache(path: path, options: .init(readOnly: true)) {
+        _ = readAround(reader)
+        try? reader.close()
+    }
     // A small capacity keeps a hostile meta page from making the file grow far.
-    guard let cache = try? Cache(path: path, options: .init(capacity: .kilobytes(256))) else { return 0 }
+    guard let cache = try? Cache(path: path, options: .init(capacity: .kilobytes(256))) else { return }
     let keys = readAround(cache)
     for index in 0..<8 {
         try? cache.set(Data(repeating: UInt8(index), count: 100 * index), forKey: "fuzz-\(index)")
@@ -54,9 +68,13 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     // Many at once: keys the file held written over, then some of them removed.
     try? cache.set(keys.prefix(16).map { (key: $0, value: Data($0.reversed())) })
     _ = try? cache.removeValues(forKeys: keys.suffix(8))
-    _ = cache.stats
+    // The maintenance calls, which walk the whole index.
+    _ = try? cache.removeAll(withPrefix: "fuzz-1")
+    _ = try? cache.removeExpired()
+    _ = try? cache.trim(toBytes: cache.totalBytes / 2)
+    _ = try? cache.trim(toCount: cache.count / 2)
+    _ = cache.stats.hitRatio
     try? cache.close()
-    return 0
 }
 
 /// Lists up to 64 keys, then reads them one by one, lent, and all at once with a key never written.

@@ -114,6 +114,11 @@ static inline void lrd_spin_pause(void) {
 enum { LRD_UNLOCK = 0, LRD_LOCK_SHARED = 1, LRD_LOCK_EXCLUSIVE = 2 };
 int lrd_lock_byte(int fd, uint64_t start, int mode, int wait);
 
+/* Whether another holder (another open file description on Linux, another process elsewhere)
+ * has a lock, shared or exclusive, on byte `start`: 1 or 0; or -errno. Takes no lock, so a
+ * read-only descriptor may ask. */
+int lrd_byte_is_locked(int fd, uint64_t start);
+
 /* The writer lock: one per cache file, in the file's shared-state page, excluding writers of
  * every process and thread. `area` points at LRD_WRITER_LOCK_SIZE bytes of the mapping.
  * Linux: a robust, process-shared pthread mutex; when its holder died, lrd_writer_lock returns

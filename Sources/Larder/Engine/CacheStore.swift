@@ -345,7 +345,16 @@ final class CacheStore {
                 throw LarderError(.corrupt, readOnly ? "the file needs recovery; open it read-write once"
                                                      : "the file in use by other processes is damaged")
             }
+            // With no read-write handle on the file anywhere, nothing changes until a writer
+            // opens it (and ends any change it finds, 7.2): what the file says now stands.
+            let othersWrite = try descriptor.isLockedByOthers(byte: LockByte.writers)
+            if !othersWrite && store.state.indexEpoch & 1 != 0 {
+                lrd_store_relaxed_u64(store.abandonedEpoch, store.state.indexEpoch)
+            }
             if (try? store.attachTables()) == nil {
+                guard othersWrite else {
+                    throw LarderError(.corrupt, "the file's index is damaged; open it read-write once to recover it")
+                }
                 // The meta copy read at open may have named a segment another writer has since
                 // retired: take the view as it stands now, looking again while it is in flux.
                 store.viewChangeCounter = store.state.changeCounter &- 1

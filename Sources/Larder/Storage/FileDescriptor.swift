@@ -106,6 +106,14 @@ struct FileDescriptor {
         throw SystemCall.error("lock", errno: rc).at(path)
     }
 
+    /// Whether another holder has `byte` locked, in either mode (asked, not taken: a read-only
+    /// descriptor may ask too).
+    func isLockedByOthers(byte: UInt64) throws(LarderError) -> Bool {
+        let rc = lrd_byte_is_locked(rawValue, byte)
+        if rc < 0 { throw SystemCall.error("query a lock", errno: -rc).at(path) }
+        return rc == 1
+    }
+
     func close() {
         #if canImport(Darwin)
         _ = Darwin.close(rawValue)
