@@ -477,13 +477,10 @@ struct DamagedFileTests {
         #expect(cache.stats.recoveries >= 1)
     }
 
-    /// The room of a dead entry is never taken where it would reach into an index segment,
-    /// whatever the entry's header claimed (FORMAT.md 6.8). Before, a large entry whose hostile
-    /// header ran into the segment placed after it left, once replaced, a room over the segment,
-    /// which the next large value took.
-    @Test func aDeadRoomReachingIntoAnIndexSegmentIsNotTaken() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.path()
+    /// A file whose entry "big" has a header that runs 64 bytes into the index segment placed
+    /// right after it, with a valid header checksum (and, with `dataSealed`, a data checksum
+    /// that holds over the bytes it claims); `clean` false leaves the file to be recovered.
+    private func makeFileWithAnEntryRunningIntoItsIndex(_ path: String, dataSealed: Bool = false, clean: Bool = true) throws {
         do {
             let cache = try Cache(at: path, capacity: 8 << 20)
             let loadLimit = HashTable.loadLimit(slotCount: HashTable.minimumSlotCount)
@@ -497,10 +494,26 @@ struct DamagedFileTests {
             let island = newestMeta(bytes).activeIndex.offset
             let offset = recordOffset(ofKey: "big", in: bytes)
             #expect(island > offset, "the segment lies after the entry")
-            let stored = UInt64(island + 64 - offset - RecordHeader.size - 3)
-            store(stored | stored << 32, at: offset + RecordHeader.Field.storedLength, in: &bytes)
+            let stored = island + 64 - offset - RecordHeader.size - 3
+            store(UInt64(stored) | UInt64(stored) << 32, at: offset + RecordHeader.Field.storedLength, in: &bytes)
+            if dataSealed {
+                let seed = newestMeta(bytes).checksumSeed
+                let checksum = bytes.withUnsafeBytes { lrd_crc32c(seed, $0.baseAddress! + offset + RecordHeader.size, 3 + stored) }
+                for byte in 0..<4 { bytes[offset + 40 + byte] = UInt8(truncatingIfNeeded: checksum >> (8 * byte)) }
+            }
             resealHeader(at: offset, in: &bytes)
+            if !clean { bytes[2 * 4096 + 12] &= ~1 }
         }
+    }
+
+    /// The room of a dead entry is never taken where it would reach into an index segment,
+    /// whatever the entry's header claimed (FORMAT.md 6.8). Before, a large entry whose hostile
+    /// header ran into the segment placed after it left, once replaced, a room over the segment,
+    /// which the next large value took.
+    @Test func aDeadRoomReachingIntoAnIndexSegmentIsNotTaken() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeFileWithAnEntryRunningIntoItsIndex(path)
         let cache = try Cache(path: path)
         try cache.set(pattern(2, count: 5_000), forKey: "big")
         // A value the size of the room claimed (its size class), which would take it.
@@ -508,6 +521,25 @@ struct DamagedFileTests {
         #expect(cache.store.recordsPlacedInDeadRoom == 0)
         #expect(try cache.bytes(forKey: "other") == pattern(3, count: 8_140))
         #expect(try cache.bytes(forKey: "k7") == [7])
+    }
+
+    /// Recovery keeps no entry that runs into an index segment, even one whose checksums hold
+    /// (FORMAT.md 7.4, step 3): it keeps the segment whole instead, and the file it leaves
+    /// verifies. Before, it kept the entry, missed the segment's start, and wrote padding into it.
+    @Test func recoveryKeepsNoEntryRunningIntoAnIndexSegment() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeFileWithAnEntryRunningIntoItsIndex(path, dataSealed: true, clean: false)
+        do {
+            let cache = try Cache(path: path)
+            #expect(cache.wasRecovered)
+            #expect(try cache.bytes(forKey: "big") == nil)
+            #expect(try cache.bytes(forKey: "k7") == [7])
+            #expect(try cache.bytes(forKey: "trigger") == [1])
+            try cache.close()
+        }
+        let report = try FileInspector(path: path).verify().report
+        #expect(report.isSound, "\(report.problems)")
     }
 
     /// A clean file whose entry count is lower than its index holds: removals take the count

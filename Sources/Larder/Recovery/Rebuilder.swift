@@ -73,9 +73,11 @@ extension CacheStore {
                 continue
             }
             // A record numbered where writers never count (a hostile file) is dropped: the next
-            // sequence is counted on from the newest one kept.
+            // sequence is counted on from the newest one kept. So is an entry that runs into an
+            // island (a hostile length): the island is kept whole.
             guard let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
                   header.kind == .entry, header.sequence < RecordHeader.recoverableSequenceLimit,
+                  !islands.contains(where: { $0.bytes(pageSize: pageSize).overlaps(position..<(position + header.totalSize)) }),
                   header.dataIsIntact(in: file, at: position, seed: seed) else {
                 position += FileLayout.recordAlignment
                 continue
