@@ -93,7 +93,7 @@ int larder_open(const char *path, const larder_options *opts, larder **out);
 
 /* Flushes, marks the file cleanly closed and frees the handle. NULL is a no-op. The handle must
  * not be used afterwards, nor concurrently with this call. Called from inside a larder_foreach
- * callback of this same handle, it does nothing and the handle stays open, and
+ * or larder_with_value callback of this same handle, it does nothing and the handle stays open, and
  * larder_last_error_message() says so (it is "" after a close that closed): close it after
  * larder_foreach returns. */
 void larder_close(larder *db);
@@ -152,6 +152,20 @@ typedef struct larder_get_request {
  * error, if any), or LARDER_INVALID_ARGUMENT, answering none, when db is NULL, requests is NULL
  * with count > 0, or count is 2^63 or more. */
 int larder_get_many(larder *db, larder_get_request *requests, size_t count);
+
+/* Called by larder_with_value with the value lent: value_len bytes at value (NULL when
+ * value_len is 0), valid only until fn returns. */
+typedef void (*larder_value_fn)(void *ctx, const void *value, size_t value_len);
+
+/* Lends the value for `key` to fn without copying it: the bytes fn gets are the file's own, in
+ * the mapping (a value stored compressed is lent decompressed, from a buffer of the library's).
+ * Returns LARDER_OK once fn has returned, or LARDER_NOT_FOUND, without calling fn, when the key
+ * is missing or expired; LARDER_CORRUPT when the value fails its checksum (fn is not called).
+ * While fn runs, the record is pinned: no writer of any process writes over it (writers go on,
+ * elsewhere in the file). Inside fn, reads of this handle work, but its writes are refused with
+ * LARDER_INVALID_ARGUMENT, and larder_close does nothing (see larder_close). Copy what must
+ * outlive fn. */
+int larder_with_value(larder *db, const void *key, size_t key_len, larder_value_fn fn, void *ctx);
 
 /* Returns the value for `key` in memory from malloc: release it with larder_free. */
 int larder_get_alloc(larder *db, const void *key, size_t key_len, void **value, size_t *value_len);

@@ -8,6 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Prints a value lent by larder_with_value: the bytes are the cache file's own, valid only here. */
+static void print_value(void *ctx, const void *value, size_t value_len) {
+    printf("C example: %s, lent without a copy: %.*s\n", (const char *)ctx, (int)value_len, (const char *)value);
+}
+
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "/tmp/larder-demo.larder";
     larder_options options;
@@ -40,6 +45,9 @@ int main(int argc, char **argv) {
         larder_close(db);
         return 1;
     }
+
+    /* No copy: the value is read in place, in the mapped file. */
+    larder_with_value(db, "from-c", 6, print_value, "from-c");
 
     /* Several keys in one call, written and read: their lookups overlap, which pays on a large
      * cache. Each request gets its own status. */

@@ -63,8 +63,8 @@ public func larderClose(_ db: UnsafeMutablePointer<larder>?) {
     do {
         try cache.takeUnretainedValue().close()
     } catch where error.code == .invalidArgument {
-        // Inside a larder_foreach callback of this handle: freeing it would pull the cache from
-        // under the iteration. The handle stays open.
+        // Inside a larder_foreach or larder_with_value callback of this handle: freeing it would
+        // pull the cache from under the iteration or the bytes lent. The handle stays open.
         LastError.set(error.description)
         return
     } catch {
@@ -130,6 +130,17 @@ private func copyValue(in cache: Cache, _ key: UnsafeRawPointer?, _ keyLength: I
     guard let length else { return Status.notFound }
     valueLength.pointee = length
     return length <= read.buffer.count ? Status.ok : Status.bufferTooSmall
+}
+
+@c(larder_with_value)
+public func larderWithValue(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t,
+                            _ fn: larder_value_fn?, _ context: UnsafeMutableRawPointer?) -> Int32 {
+    withCache(db) { cache in
+        guard let fn else { throw StatusError.invalid("fn is NULL") }
+        let keyBytes = try Arguments.key(key, keyLength).get()
+        let lent: Void? = try cache.withValue(forKey: keyBytes) { value in fn(context, value.baseAddress, value.count) }
+        return lent == nil ? Status.notFound : Status.ok
+    }
 }
 
 @c(larder_get_alloc)

@@ -78,6 +78,84 @@ static void test_put_get_delete(void) {
     larder_close(db);
 }
 
+/* What a larder_with_value callback saw, and what came of the calls it made on the handle. */
+struct lent {
+    larder *db; /* when set, the callback also writes, reads and closes through it */
+    int calls;
+    size_t length;
+    int value_is_null;
+    unsigned char first[8];
+    int all_a;
+    int put_inside, get_inside;
+};
+
+static void look_at_value(void *ctx, const void *value, size_t value_len) {
+    struct lent *seen = ctx;
+    const unsigned char *bytes = value;
+    seen->calls++;
+    seen->length = value_len;
+    seen->value_is_null = value == NULL;
+    if (value) memcpy(seen->first, value, value_len < sizeof seen->first ? value_len : sizeof seen->first);
+    seen->all_a = 1;
+    for (size_t i = 0; i < value_len; i++) seen->all_a &= bytes[i] == 'a';
+    if (seen->db) {
+        seen->put_inside = larder_put(seen->db, "other", 5, "x", 1, 0);
+        char buf[8];
+        size_t len = 0;
+        seen->get_inside = larder_get(seen->db, "read-inside", 11, buf, sizeof buf, &len);
+        larder_close(seen->db); /* does nothing: the handle stays open */
+    }
+}
+
+/* larder_with_value lends the value without a copy: what was stored, decompressed if need be;
+ * fn is called only for a value there is; inside fn, reads work and writes and close do not. */
+static void test_with_value(void) {
+    larder_options opts;
+    larder_options_init(&opts);
+    opts.compression = LARDER_COMPRESSION_LZ4;
+    larder *db = open_fresh("lend.larder", &opts);
+    CHECK(larder_put(db, "k", 1, "value", 5, 0) == LARDER_OK);
+    struct lent seen;
+    memset(&seen, 0, sizeof seen);
+    CHECK(larder_with_value(db, "k", 1, look_at_value, &seen) == LARDER_OK);
+    CHECK(seen.calls == 1 && seen.length == 5 && memcmp(seen.first, "value", 5) == 0);
+
+    char packed[4000];
+    memset(packed, 'a', sizeof packed);
+    CHECK(larder_put(db, "packed", 6, packed, sizeof packed, 0) == LARDER_OK);
+    struct larder_stats stats;
+    stats.struct_size = sizeof stats;
+    CHECK(larder_stats(db, &stats) == LARDER_OK && stats.stored_bytes < stats.live_bytes);
+    memset(&seen, 0, sizeof seen);
+    CHECK(larder_with_value(db, "packed", 6, look_at_value, &seen) == LARDER_OK);
+    CHECK(seen.calls == 1 && seen.length == sizeof packed && seen.all_a);
+
+    memset(&seen, 0, sizeof seen);
+    CHECK(larder_with_value(db, "nope", 4, look_at_value, &seen) == LARDER_NOT_FOUND && seen.calls == 0);
+    CHECK(larder_put(db, "empty", 5, NULL, 0, 0) == LARDER_OK);
+    CHECK(larder_with_value(db, "empty", 5, look_at_value, &seen) == LARDER_OK);
+    CHECK(seen.calls == 1 && seen.length == 0);
+    CHECK(larder_put(db, "short", 5, "v", 1, 30) == LARDER_OK);
+    struct timespec pause = {0, 60 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    memset(&seen, 0, sizeof seen);
+    CHECK(larder_with_value(db, "short", 5, look_at_value, &seen) == LARDER_NOT_FOUND && seen.calls == 0);
+
+    CHECK(larder_put(db, "read-inside", 11, "r", 1, 0) == LARDER_OK);
+    memset(&seen, 0, sizeof seen);
+    seen.db = db;
+    CHECK(larder_with_value(db, "k", 1, look_at_value, &seen) == LARDER_OK && seen.calls == 1);
+    CHECK(seen.put_inside == LARDER_INVALID_ARGUMENT && seen.get_inside == LARDER_OK);
+    CHECK(larder_contains(db, "other", 5) == LARDER_NOT_FOUND);
+    CHECK(larder_contains(db, "k", 1) == LARDER_OK);
+
+    CHECK(larder_with_value(db, "k", 1, NULL, NULL) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_with_value(NULL, "k", 1, look_at_value, &seen) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_with_value(db, NULL, 1, look_at_value, &seen) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_with_value(db, "k", 0, look_at_value, &seen) == LARDER_INVALID_ARGUMENT);
+    larder_close(db);
+}
+
 /* larder_get_many answers each key as larder_get would, in one call, whatever the others are. */
 static void test_get_many(void) {
     larder *db = open_fresh("many.larder", NULL);
@@ -542,6 +620,7 @@ int main(void) {
         return 2;
     }
     test_put_get_delete();
+    test_with_value();
     test_get_many();
     test_put_many();
     test_delete_many();

@@ -186,7 +186,7 @@ public final class Cache: @unchecked Sendable {
     /// - Returns: What `body` returns, or `nil` when the key is missing or expired.
     /// - Throws: `.corrupt` when the stored value fails its checksum; whatever `body` throws.
     ///
-    /// The corresponding C function is `larder_get` (which copies into the caller's buffer).
+    /// The corresponding C function is `larder_with_value`.
     @inlinable
     public func withValue<R>(forKey key: some CacheKey, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         // Inlined into the caller, so that R is a concrete type there: the engine below is not
