@@ -84,7 +84,8 @@ void larder_options_init(larder_options *opts);
  * A file left unclean by a crash is repaired first. On success *out is the handle.
  * A capacity_bytes other than the file's is taken only by an open that no other handle of any
  * process shares the file with (every handle maps the capacity it found); otherwise the file
- * keeps its capacity, which larder_stats reports. A smaller capacity than the file has grown to
+ * keeps its capacity, which larder_stats reports, and so does an open asking for less than the
+ * least capacity the file's page size allows (64 KiB, or 16 pages). A smaller capacity than the file has grown to
  * rewrites the file with its newest entries that fit, in time proportional to its size; if the
  * disk has no room for that copy, the file keeps its capacity. A file written by a newer Larder
  * that this one can read but not maintain opens read-only, whatever the flags: its reads work,
@@ -95,7 +96,7 @@ int larder_open(const char *path, const larder_options *opts, larder **out);
  * not be used afterwards, nor concurrently with this call. Called from inside a larder_foreach
  * or larder_with_value callback of this same handle, it does nothing and the handle stays open, and
  * larder_last_error_message() says so (it is "" after a close that closed): close it after
- * larder_foreach returns. */
+ * larder_foreach or larder_with_value returns. */
 void larder_close(larder *db);
 
 /* ---- Reading and writing ------------------------------------------------------------------- */
@@ -158,13 +159,16 @@ int larder_get_many(larder *db, larder_get_request *requests, size_t count);
 typedef void (*larder_value_fn)(void *ctx, const void *value, size_t value_len);
 
 /* Lends the value for `key` to fn without copying it: the bytes fn gets are the file's own, in
- * the mapping (a value stored compressed is lent decompressed, from a buffer of the library's).
- * Returns LARDER_OK once fn has returned, or LARDER_NOT_FOUND, without calling fn, when the key
- * is missing or expired; LARDER_CORRUPT when the value fails its checksum (fn is not called).
- * While fn runs, the record is pinned: no writer of any process writes over it (writers go on,
- * elsewhere in the file). Inside fn, reads of this handle work, but its writes are refused with
- * LARDER_INVALID_ARGUMENT, and larder_close does nothing (see larder_close). Copy what must
- * outlive fn. */
+ * the mapping, pinned while fn runs, so that no writer of any process writes over them (writers
+ * go on, elsewhere in the file). A value stored compressed is lent decompressed, from a buffer of
+ * the library's; so is a checked copy where a pin cannot be taken (a read-only handle, whose
+ * mapping cannot write the pin table in the file, or a table with every slot taken by other
+ * readers). Returns LARDER_OK once fn has returned, or LARDER_NOT_FOUND, without calling fn, when
+ * the key is missing or expired; LARDER_CORRUPT when the value fails its checksum (fn is not
+ * called). Inside fn, reads of this handle work, but its writes are refused with
+ * LARDER_INVALID_ARGUMENT, and larder_close does nothing (see larder_close); after such a refusal
+ * larder_last_error_message() tells of it, even when larder_with_value returns LARDER_OK. Copy
+ * what must outlive fn. */
 int larder_with_value(larder *db, const void *key, size_t key_len, larder_value_fn fn, void *ctx);
 
 /* Returns the value for `key` in memory from malloc: release it with larder_free. */

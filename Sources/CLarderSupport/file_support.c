@@ -19,13 +19,19 @@
 #define F_OFD_SETLKW 38
 #endif
 
-int lrd_lock_byte(int fd, uint64_t start, int mode, int wait) {
+/* A lock request of `type` on the one byte at `start` (l_pid 0, as OFD locks require). */
+static struct flock one_byte(uint64_t start, short type) {
     struct flock fl;
     memset(&fl, 0, sizeof fl);
-    fl.l_type = mode == LRD_UNLOCK ? F_UNLCK : (mode == LRD_LOCK_SHARED ? F_RDLCK : F_WRLCK);
+    fl.l_type = type;
     fl.l_whence = SEEK_SET;
     fl.l_start = (off_t)start;
     fl.l_len = 1;
+    return fl;
+}
+
+int lrd_lock_byte(int fd, uint64_t start, int mode, int wait) {
+    struct flock fl = one_byte(start, mode == LRD_UNLOCK ? F_UNLCK : (mode == LRD_LOCK_SHARED ? F_RDLCK : F_WRLCK));
 #if defined(__linux__)
     int cmd = wait ? F_OFD_SETLKW : F_OFD_SETLK;
 #else
@@ -38,12 +44,7 @@ int lrd_lock_byte(int fd, uint64_t start, int mode, int wait) {
 }
 
 int lrd_byte_is_locked(int fd, uint64_t start) {
-    struct flock fl;
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = F_WRLCK; /* asked about, not taken: allowed on a read-only descriptor */
-    fl.l_whence = SEEK_SET;
-    fl.l_start = (off_t)start;
-    fl.l_len = 1;
+    struct flock fl = one_byte(start, F_WRLCK); /* asked about, not taken: allowed read-only */
 #if defined(__linux__)
     int cmd = F_OFD_GETLK;
 #else

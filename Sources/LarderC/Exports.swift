@@ -138,7 +138,9 @@ public func larderWithValue(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRa
     withCache(db) { cache in
         guard let fn else { throw StatusError.invalid("fn is NULL") }
         let keyBytes = try Arguments.key(key, keyLength).get()
-        let lent: Void? = try cache.withValue(forKey: keyBytes) { value in fn(context, value.baseAddress, value.count) }
+        let lent: Void? = try cache.withValue(forKey: keyBytes) { value in
+            fn(context, value.isEmpty ? nil : value.baseAddress, value.count)
+        }
         return lent == nil ? Status.notFound : Status.ok
     }
 }

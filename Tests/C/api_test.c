@@ -134,7 +134,7 @@ static void test_with_value(void) {
     CHECK(larder_with_value(db, "nope", 4, look_at_value, &seen) == LARDER_NOT_FOUND && seen.calls == 0);
     CHECK(larder_put(db, "empty", 5, NULL, 0, 0) == LARDER_OK);
     CHECK(larder_with_value(db, "empty", 5, look_at_value, &seen) == LARDER_OK);
-    CHECK(seen.calls == 1 && seen.length == 0);
+    CHECK(seen.calls == 1 && seen.length == 0 && seen.value_is_null);
     CHECK(larder_put(db, "short", 5, "v", 1, 30) == LARDER_OK);
     struct timespec pause = {0, 60 * 1000 * 1000};
     nanosleep(&pause, NULL);

@@ -29,7 +29,8 @@ public final class Cache: @unchecked Sendable {
         /// at once. A smaller one than the file has grown to makes the open rewrite the file
         /// with its newest entries that fit the new capacity (older ones are evicted), in time
         /// proportional to the file's size; if the disk has no room for that copy, the file keeps
-        /// its capacity.
+        /// its capacity. A value below the least capacity the file's page size allows (64 KiB, or
+        /// 16 pages) leaves an existing file's capacity as it is.
         public var capacity: ByteCount?
         /// Page size of a new file: a power of two from 4096 to 65536. An existing file keeps its
         /// own, but a value outside that range is refused even then.

@@ -9,9 +9,17 @@ extension CacheStore {
     /// The capacity `configuration` asks for, when it is below the file's and the file has grown
     /// past it; nil when the file can take the capacity asked for as it is, or keeps its own.
     static func smallerCapacity(_ meta: Meta, _ configuration: Configuration) -> Int? {
-        guard let asked = configuration.capacity.map({ FileLayout.alignUp($0, meta.pageSize) }),
-              asked < meta.fileSize, asked >= FileLayout.minimumCapacity(pageSize: meta.pageSize),
+        guard let asked = requestedCapacity(meta, configuration), asked < meta.fileSize,
               meta.writeVersion <= FileLayout.formatVersion else { return nil }
+        return asked
+    }
+
+    /// The capacity `configuration` asks of the file `meta` describes, rounded up to its page
+    /// size; nil when it asks for none, or for less than the file's page size allows (the
+    /// options' page size is a new file's, not this one's).
+    static func requestedCapacity(_ meta: Meta, _ configuration: Configuration) -> Int? {
+        guard let asked = configuration.capacity.map({ FileLayout.alignUp($0, meta.pageSize) }),
+              asked >= FileLayout.minimumCapacity(pageSize: meta.pageSize) else { return nil }
         return asked
     }
 

@@ -309,9 +309,8 @@ final class CacheStore {
         // A newer writer may have added things this code would not maintain: look, don't touch.
         let readOnly = configuration.readOnly || meta.writeVersion > FileLayout.formatVersion
         var metaChanged = false
-        if alone, !readOnly, let requested = configuration.capacity.map({ FileLayout.alignUp($0, meta.pageSize) }),
-           requested != meta.capacity, requested >= meta.fileSize,
-           requested >= FileLayout.minimumCapacity(pageSize: meta.pageSize) {
+        if alone, !readOnly, let requested = requestedCapacity(meta, configuration),
+           requested != meta.capacity, requested >= meta.fileSize {
             // Growing is free; shrinking is possible while the file has not grown past the new
             // size. Only a sole writer may: every process maps the capacity it found.
             meta.capacity = requested
@@ -346,8 +345,13 @@ final class CacheStore {
                                                      : "the file in use by other processes is damaged")
             }
             // With no read-write handle on the file anywhere, nothing changes until a writer
-            // opens it (and ends any change it finds, 7.2): what the file says now stands.
-            let othersWrite = try descriptor.isLockedByOthers(byte: LockByte.writers)
+            // opens it (and ends any change it finds, 7.2): what the file says now stands. Known
+            // only where locks belong to descriptors: on Apple platforms a process never sees its
+            // own locks, and closing any descriptor of the file drops all of them.
+            var othersWrite = true
+            if FileDescriptor.locksBelongToDescriptors {
+                othersWrite = try descriptor.isLockedByOthers(byte: LockByte.writers)
+            }
             if !othersWrite && store.state.indexEpoch & 1 != 0 {
                 lrd_store_relaxed_u64(store.abandonedEpoch, store.state.indexEpoch)
             }

@@ -65,10 +65,12 @@ extension CacheStore {
             moveTail(to: tail + length, consumed: length)
             return length
         }
-        // A segment header counts only where a segment can be (FORMAT.md 4.7): stepping over a
-        // hostile one's length would pass live entries without taking them out of the index.
+        // A segment header counts only where a segment can be (FORMAT.md 4.7), and an entry only
+        // clear of the index segments: stepping over a hostile length would pass live entries
+        // without taking them out of the index, or land inside a segment.
         guard let header = RecordHeader.read(from: file, at: tail, limit: ringEnd, seed: seed),
-              header.kind == .entry || IndexSegment.isWellFormed(header, at: tail, pageSize: pageSize) else {
+              header.kind == .entry ? !layout.overlapsIsland(tail, tail + header.totalSize)
+                                    : IndexSegment.isWellFormed(header, at: tail, pageSize: pageSize) else {
             // Damage where the tail stands: rebuild everything from the records that check out.
             // The caller's loop looks at the new state afterwards.
             try rebuild()

@@ -35,9 +35,10 @@ extension CacheStore {
         }
         state.add(1, to: .recoveries)
 
-        // Index segments the meta page names and whose headers hold are skipped whole.
+        // Index segments the meta page names and whose headers hold are skipped whole; a
+        // draining one that shares bytes with the active one (a hostile file) is none.
         var islands: [IndexLocation] = []
-        for location in [meta.activeIndex, meta.drainingIndex]
+        for location in meta.indexSegmentsOverlap ? [meta.activeIndex] : [meta.activeIndex, meta.drainingIndex]
         where IndexSegment.table(in: file, at: location, pageSize: pageSize, seed: seed) != nil {
             islands.append(location)
         }
