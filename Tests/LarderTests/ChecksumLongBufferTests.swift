@@ -116,7 +116,23 @@ struct ChecksumLongBufferTests {
         #expect(wrong.isEmpty, "\(wrong.count) wrong, first length@offset: \(wrong.prefix(8))")
     }
 
-    @Test(arguments: [true, false]) func copyingChecksumsTheBytesItCopies(folding: Bool) {
+    /// The two copying checksums: out of the file (reads) and into it (puts, which ask for the
+    /// destination ahead); the same checksum and bytes either way.
+    enum Copier: String, CaseIterable, CustomTestStringConvertible {
+        case copy, store
+        var testDescription: String { rawValue }
+
+        func callAsFunction(_ seed: UInt32, _ prefix: UnsafeRawPointer?, _ prefixLength: Int,
+                            _ destination: UnsafeMutableRawPointer, _ source: UnsafeRawPointer, _ length: Int) -> UInt32 {
+            switch self {
+            case .copy: lrd_crc32c_then_copy(seed, prefix, prefixLength, destination, source, length)
+            case .store: lrd_crc32c_then_store(seed, prefix, prefixLength, destination, source, length)
+            }
+        }
+    }
+
+    @Test(arguments: [true, false], Copier.allCases)
+    func copyingChecksumsTheBytesItCopies(folding: Bool, copier: Copier) {
         let folds = lrd_crc32c_allow_folding(folding ? 1 : 0) != 0
         defer { lrd_crc32c_allow_folding(1) }
         // Off means off; on folds only where the CPU can (elsewhere both cases take the chains).
@@ -127,8 +143,8 @@ struct ChecksumLongBufferTests {
             for offset in [Self.offsets[index % 4], Self.offsets[(index + 1) % 4]] {
                 let destinationOffset = (offset + 5) % 8
                 buffers.clearDestination()
-                let crc = lrd_crc32c_then_copy(Self.seed, nil, 0, buffers.destination.baseAddress! + destinationOffset,
-                                               buffers.source.baseAddress! + offset, length)
+                let crc = copier(Self.seed, nil, 0, buffers.destination.baseAddress! + destinationOffset,
+                                 buffers.source.baseAddress! + offset, length)
                 if crc != buffers.reference(offset: offset, length: length) { wrong.append("crc \(length)@\(offset)") }
                 if !buffers.copied(length, from: offset, to: destinationOffset) { wrong.append("copy \(length)@\(offset)") }
                 if !buffers.untouchedAround(length, at: destinationOffset) { wrong.append("outside \(length)@\(offset)") }
@@ -137,7 +153,8 @@ struct ChecksumLongBufferTests {
         #expect(wrong.isEmpty, "\(wrong.count) wrong, first: \(wrong.prefix(8))")
     }
 
-    @Test(arguments: [true, false]) func copyingAfterAPrefixChecksumsBoth(folding: Bool) {
+    @Test(arguments: [true, false], Copier.allCases)
+    func copyingAfterAPrefixChecksumsBoth(folding: Bool, copier: Copier) {
         let folds = lrd_crc32c_allow_folding(folding ? 1 : 0) != 0
         defer { lrd_crc32c_allow_folding(1) }
         // Off means off; on folds only where the CPU can (elsewhere both cases take the chains).
@@ -150,9 +167,8 @@ struct ChecksumLongBufferTests {
                 let destinationOffset = (index + prefix) % 8
                 buffers.clearDestination()
                 let source = buffers.source.baseAddress! + offset
-                let crc = lrd_crc32c_then_copy(Self.seed, source, prefix,
-                                               buffers.destination.baseAddress! + destinationOffset,
-                                               source + prefix, length - prefix)
+                let crc = copier(Self.seed, source, prefix, buffers.destination.baseAddress! + destinationOffset,
+                                 source + prefix, length - prefix)
                 let at = "\(length)@\(offset)+\(prefix)"
                 if crc != buffers.reference(offset: offset, length: length) { wrong.append("crc \(at)") }
                 if !buffers.copied(length - prefix, from: offset + prefix, to: destinationOffset) { wrong.append("copy \(at)") }

@@ -32,6 +32,11 @@ int lrd_crc32c_allow_folding(int allowed);
 uint32_t lrd_crc32c_then_copy(uint32_t crc, const void *prefix, size_t prefix_length,
                               void *destination, const void *source, size_t length);
 
+/* `lrd_crc32c_then_copy` for a copy into the cache file (a put): the same checksum and bytes; long
+ * copies ask for the destination's lines ahead, which pays when they are not in cache. */
+uint32_t lrd_crc32c_then_store(uint32_t crc, const void *prefix, size_t prefix_length,
+                               void *destination, const void *source, size_t length);
+
 /* The CRC32C of bytes 0-3 and 6-43 of a 48-byte record header chained onto `crc`: the header
  * checksum of docs/FORMAT.md, in one call with no length to dispatch on. */
 uint32_t lrd_crc32c_record_header(uint32_t crc, const void *header);

@@ -136,7 +136,7 @@ extension CacheStore {
             flags |= RecordHeader.compressedFlag
             dataChecksum = lrd_crc32c(seed, keyStart, key.count + compressed)
         } else if storedLength > 0 && !entry.isFromThisMap {
-            dataChecksum = lrd_crc32c_then_copy(seed, keyStart, key.count, valueStart, stored.baseAddress!, storedLength)
+            dataChecksum = lrd_crc32c_then_store(seed, keyStart, key.count, valueStart, stored.baseAddress!, storedLength)
         } else {
             if storedLength > 0 { valueStart.copyMemory(from: stored.baseAddress!, byteCount: storedLength) }
             dataChecksum = lrd_crc32c(seed, keyStart, key.count + storedLength)
