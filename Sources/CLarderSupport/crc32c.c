@@ -440,8 +440,11 @@ static __attribute__((noinline)) uint32_t crc_then_copy_software(uint32_t crc, c
     return crc_software(crc, d, n);
 }
 
-uint32_t lrd_crc32c_then_copy(uint32_t crc, const void *prefix, size_t prefix_length,
-                              void *destination, const void *source, size_t length) {
+/* The two copying entry points, one body: `store` (a constant in each) picks the hardware copy
+ * that asks for its destination ahead. */
+static inline __attribute__((always_inline)) uint32_t crc_then_copy_any(uint32_t crc, const void *prefix, size_t prefix_length,
+                                                                         void *destination, const void *source, size_t length,
+                                                                         int store) {
     const uint8_t *q = (const uint8_t *)prefix;
     uint8_t *d = (uint8_t *)destination;
     const uint8_t *p = (const uint8_t *)source;
@@ -449,19 +452,18 @@ uint32_t lrd_crc32c_then_copy(uint32_t crc, const void *prefix, size_t prefix_le
 #if defined(HARDWARE)
     if (prefix_length < SHORT_LENGTH && length < SHORT_LENGTH) return ~crc_then_copy_short(~crc, q, prefix_length, d, p, length);
 #endif
-    return ~crc_then_copy_hardware(~crc, q, prefix_length, d, p, length);
+    return ~(store ? crc_then_store_hardware(~crc, q, prefix_length, d, p, length)
+                   : crc_then_copy_hardware(~crc, q, prefix_length, d, p, length));
+}
+
+uint32_t lrd_crc32c_then_copy(uint32_t crc, const void *prefix, size_t prefix_length,
+                              void *destination, const void *source, size_t length) {
+    return crc_then_copy_any(crc, prefix, prefix_length, destination, source, length, 0);
 }
 
 uint32_t lrd_crc32c_then_store(uint32_t crc, const void *prefix, size_t prefix_length,
                                void *destination, const void *source, size_t length) {
-    const uint8_t *q = (const uint8_t *)prefix;
-    uint8_t *d = (uint8_t *)destination;
-    const uint8_t *p = (const uint8_t *)source;
-    if (!hardware_available()) return ~crc_then_copy_software(~crc, q, prefix_length, d, p, length);
-#if defined(HARDWARE)
-    if (prefix_length < SHORT_LENGTH && length < SHORT_LENGTH) return ~crc_then_copy_short(~crc, q, prefix_length, d, p, length);
-#endif
-    return ~crc_then_store_hardware(~crc, q, prefix_length, d, p, length);
+    return crc_then_copy_any(crc, prefix, prefix_length, destination, source, length, 1);
 }
 
 static __attribute__((noinline)) uint32_t header_crc_software(uint32_t crc, const uint8_t *h) {
