@@ -155,6 +155,10 @@ static inline uint64_t load64(const uint8_t *p) {
 
 #define ALWAYS_INLINE __attribute__((always_inline)) inline
 
+/* The `copy` argument of the loops below: 0 (none), 1 (a copy), or STORE_AHEAD, a copy whose
+ * destination the fold asks for ahead (a constant once inlined; the other loops copy either way). */
+#define STORE_AHEAD 2
+
 /* The register over one block of 3 * part bytes at `p`, the first chain starting from `crc`.
  * If `copy` (a constant once inlined), each word is also stored to `d`: the checksum is of the
  * bytes copied, and the copy costs no second pass (faster here than a memcpy of the block first). */
@@ -238,10 +242,6 @@ static int folding_available(void) {
  * otherwise waits for its line. Not a copy out of the file: its destination, the caller's
  * buffer, is usually in cache, and asking for it slowed 1 MiB reads by a fifth. */
 #define PREFETCH_FIRST 1024
-
-/* The `copy` argument of the loops below: none, a copy, or a copy whose destination is asked
- * for ahead (a constant once inlined). */
-#define STORE_AHEAD 2
 
 static inline size_t prefetch_distance(size_t n) { return n >= 8192 ? 4096 : 1024; }
 
