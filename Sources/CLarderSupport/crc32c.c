@@ -274,8 +274,10 @@ FOLDING static uint32_t crc_fold(uint32_t crc, int copy, uint8_t *d, const uint8
             _mm_prefetch((const char *)p + at + ahead, _MM_HINT_T0);
             _mm_prefetch((const char *)p + at + ahead + 64, _MM_HINT_T0);
             if (copy == STORE_AHEAD) {
-                _m_prefetchw(d + at + ahead);
-                _m_prefetchw(d + at + ahead + 64);
+                /* For writing: PREFETCHW under this function's target (clang before 21 declares
+                 * _m_prefetchw only in a header immintrin.h does not include). */
+                __builtin_prefetch(d + at + ahead, 1, 3);
+                __builtin_prefetch(d + at + ahead + 64, 1, 3);
             }
         }
         for (int i = 0; i < 4; i++) {
