@@ -77,6 +77,12 @@ struct DamagedFileTests {
         for byte in 0..<4 { bytes[offset + 44 + byte] = UInt8(truncatingIfNeeded: checksum >> (8 * byte)) }
     }
 
+    /// The inspector behind `larder verify` finds no damage in the file.
+    private func expectVerifiesSound(_ path: String) throws {
+        let report = try FileInspector(path: path).verify().report
+        #expect(report.isSound, "\(report.problems)")
+    }
+
     private func expectError(_ code: LarderError.Code, opening path: String, readOnly: Bool = false) {
         do {
             _ = try Cache(path: path, options: .init(readOnly: readOnly))
@@ -548,8 +554,7 @@ struct DamagedFileTests {
             #expect(try cache.bytes(forKey: "big") == nil)
             try cache.close()
         }
-        let report = try FileInspector(path: path).verify().report
-        #expect(report.isSound, "\(report.problems)")
+        try expectVerifiesSound(path)
     }
 
     /// Recovery keeps no entry that runs into an index segment, even one whose checksums hold
@@ -567,8 +572,7 @@ struct DamagedFileTests {
             #expect(try cache.bytes(forKey: "trigger") == [1])
             try cache.close()
         }
-        let report = try FileInspector(path: path).verify().report
-        #expect(report.isSound, "\(report.problems)")
+        try expectVerifiesSound(path)
     }
 
     /// A clean file whose entry count is lower than its index holds: removals take the count
@@ -790,8 +794,7 @@ struct DamagedFileTests {
             #expect(readable.count >= keys - 1)
             try cache.close()
         }
-        let report = try FileInspector(path: path).verify().report
-        #expect(report.isSound, "\(report.problems)")
+        try expectVerifiesSound(path)
     }
 
     @Test func bothMetaCopiesDamagedIsAnError() throws {

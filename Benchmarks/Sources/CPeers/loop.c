@@ -1,6 +1,7 @@
 /* The one C loop that measures every C-side store. Sources/larder-bench/SwiftLoop.swift mirrors
  * it for Larder's Swift API: change one, change the other. */
 #include "CPeers.h"
+#include "peer_util.h"
 
 #include <time.h>
 
@@ -13,7 +14,7 @@ uint64_t bench_now_ns(void) {
 /* One operation; returns 1 when it found its key, 0 when not, -1 on a failure. */
 static inline int one_op(const bench_peer *peer, void *handle, const bench_data *data, uint32_t op, void *buf) {
     uint32_t index = op & BENCH_OP_INDEX_MASK;
-    const uint8_t *key = data->keys + (size_t)index * BENCH_KEY_STRIDE;
+    const uint8_t *key = bench_key(data, index);
     size_t key_len = data->key_lens[index];
     switch (op >> BENCH_OP_SHIFT) {
     case BENCH_OP_GET: {

@@ -89,7 +89,7 @@ static void lc_get_batch(void *handle, const bench_data *data, const uint32_t *o
     larder_get_request requests[BENCH_BATCH];
     for (size_t j = 0; j < BENCH_BATCH; j++) {
         uint32_t index = ops[j] & BENCH_OP_INDEX_MASK;
-        requests[j].key = data->keys + (size_t)index * BENCH_KEY_STRIDE;
+        requests[j].key = bench_key(data, index);
         requests[j].key_len = data->key_lens[index];
         requests[j].buf = (uint8_t *)bufs + j * data->value_len;
         requests[j].buf_len = data->value_len;
@@ -103,7 +103,7 @@ static void lc_put_batch(void *handle, const bench_data *data, const uint32_t *o
     larder_put_request requests[BENCH_BATCH];
     for (size_t j = 0; j < BENCH_BATCH; j++) {
         uint32_t index = ops[j] & BENCH_OP_INDEX_MASK;
-        requests[j].key = data->keys + (size_t)index * BENCH_KEY_STRIDE;
+        requests[j].key = bench_key(data, index);
         requests[j].key_len = data->key_lens[index];
         requests[j].value = data->values + (index % data->value_variants) * data->value_step;
         requests[j].value_len = data->value_len;
@@ -118,7 +118,7 @@ static void lc_delete_batch(void *handle, const bench_data *data, const uint32_t
     larder_delete_request requests[BENCH_BATCH];
     for (size_t j = 0; j < BENCH_BATCH; j++) {
         uint32_t index = ops[j] & BENCH_OP_INDEX_MASK;
-        requests[j].key = data->keys + (size_t)index * BENCH_KEY_STRIDE;
+        requests[j].key = bench_key(data, index);
         requests[j].key_len = data->key_lens[index];
     }
     if (larder_delete_many(handle, requests, BENCH_BATCH) != LARDER_OK) return lc_batch_failed("larder_delete_many", r);

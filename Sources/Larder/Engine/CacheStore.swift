@@ -444,7 +444,7 @@ final class CacheStore {
     /// The newest meta copy this code can use. An older copy stands in when the newest one's
     /// values fail validation (a write that went wrong can leave that).
     private static func chooseMeta(_ copies: [Meta]) throws(LarderError) -> Meta {
-        let readable = copies.filter { $0.readVersion <= FileLayout.formatVersion }
+        let readable = copies.filter(\.isReadable)
         guard let newest = readable.first else {
             throw LarderError(.incompatible, "the file needs Larder format \(copies[0].readVersion) or newer; this build reads format \(FileLayout.formatVersion)")
         }
@@ -575,7 +575,7 @@ final class CacheStore {
         var newest: Meta?
         for page in 0..<FileLayout.metaPageCount {
             if case .success(let copy) = Meta.decode(file.bytes(at: page * pageSize, count: Meta.encodedSize)),
-               copy.validationFailure() == nil, copy.readVersion <= FileLayout.formatVersion,
+               copy.isReadable, copy.validationFailure() == nil,
                copy.pageSize == pageSize, copy.capacity == meta.capacity, copy.checksumSeed == meta.checksumSeed,
                copy.sequence > (newest?.sequence ?? 0) {
                 newest = copy

@@ -106,6 +106,10 @@ struct Meta: Equatable {
         ))
     }
 
+    /// Whether this code can read the file the copy describes: one whose format is no newer
+    /// than its own for readers (FORMAT.md 2.5).
+    var isReadable: Bool { readVersion <= FileLayout.formatVersion }
+
     /// Checks that every number is one this code can trust: a hostile meta page with a correct
     /// checksum must still not lead to an out-of-bounds access.
     func validationFailure() -> String? {

@@ -115,7 +115,7 @@
         }
         let decoded = [first, second!]
         let chosen = decoded.enumerated().compactMap { index, copy -> (Int, Meta)? in
-            guard case .success(let meta) = copy.result, meta.readVersion <= FileLayout.formatVersion,
+            guard case .success(let meta) = copy.result, meta.isReadable,
                   meta.validationFailure() == nil else { return nil }
             return (index, meta)
         }.max { $0.1.sequence < $1.1.sequence }

@@ -42,6 +42,7 @@ extension CacheStore {
         where IndexSegment.table(in: file, at: location, pageSize: pageSize, seed: seed) != nil {
             islands.append(location)
         }
+        let islandBytes = islands.map { $0.bytes(pageSize: pageSize) }
 
         let scratch = ScratchTable()
         // The head goes after the newest record written at the head; the next sequence number
@@ -78,7 +79,7 @@ extension CacheStore {
             // island (a hostile length): the island is kept whole.
             guard let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
                   header.kind == .entry, header.sequence < RecordHeader.recoverableSequenceLimit,
-                  !islands.contains(where: { $0.bytes(pageSize: pageSize).overlaps(position..<(position + header.totalSize)) }),
+                  !islandBytes.contains(where: { $0.overlaps(position..<(position + header.totalSize)) }),
                   header.dataIsIntact(in: file, at: position, seed: seed) else {
                 position += FileLayout.recordAlignment
                 continue
