@@ -415,6 +415,10 @@ public final class Cache: @unchecked Sendable {
     /// of other processes. Closing from inside such a closure, or from inside this cache's
     /// `forEachEntry`, on its own thread throws `.invalidArgument`.
     ///
+    /// An open cache holds a record lock on its file; on iOS, tvOS and watchOS, close a cache
+    /// whose file is in an app group container before the app is suspended, or the system
+    /// terminates the app (<doc:GettingStarted#Share-a-cache-with-an-app-extension>).
+    ///
     /// The corresponding C function is `larder_close`.
     public func close() throws(LarderError) {
         // The bytes lent to this thread would lose their protection while it still uses them.
