@@ -38,6 +38,27 @@ struct BatchReadTests {
         #expect(try cache.data(forKeys: [String]()).isEmpty)
     }
 
+    /// Keys up to the 4,096-byte limit, mixed with short ones: a batch's keys take several KiB,
+    /// more than the room a batch starts with, and each keeps its own bytes.
+    @Test func longKeysInABatchAreWrittenReadAndRemovedAsSingleCallsDo() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        let keys = (0..<40).map { index in
+            [UInt8](repeating: UInt8(index), count: index % 3 == 0 ? 3 : CacheStore.maximumKeyLength - index)
+        }
+        let values = keys.indices.map { index in [UInt8](repeating: UInt8(255 - index), count: index) }
+        try cache.set(zip(keys, values).map { (key: $0, value: $1) })
+        #expect(try keys.map { try cache.bytes(forKey: $0) } == values)
+
+        var read = [[UInt8]?](repeating: nil, count: keys.count)
+        try cache.withValues(forKeys: keys) { index, value in read[index] = value.map { Array($0) } }
+        #expect(read == values)
+        #expect(try cache.data(forKeys: keys).map { $0.map { [UInt8]($0) } } == values)
+
+        #expect(try cache.removeValues(forKeys: keys) == keys.count)
+        #expect(cache.count == 0)
+    }
+
     /// In async code the overload taken reads off the caller's actor: the keys are read
     /// elsewhere.
     @Test func asyncCodeReadsABatchOffItsActor() async throws {

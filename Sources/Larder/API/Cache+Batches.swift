@@ -38,11 +38,11 @@ extension Cache {
     public func withValues<Keys: Collection>(forKeys keys: Keys,
                                              _ body: (_ index: Int, _ value: UnsafeRawBufferPointer?) throws -> Void) throws
     where Keys.Element: CacheKey {
-        // Memory for values over 4 KiB, kept from batch to batch.
-        var large: UnsafeMutableRawBufferPointer?
-        defer { large?.deallocate() }
+        // The values' copies, one at a time: grown for a longer one, kept from batch to batch.
+        var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
+        defer { buffer.deallocate() }
         try forEachBatch(of: keys, key: { $0 }) { batch, firstIndex, _ in
-            try readBatch(batch, firstIndex: firstIndex, large: &large, body)
+            try readBatch(batch, firstIndex: firstIndex, buffer: &buffer, body)
         }
     }
 
@@ -87,16 +87,14 @@ extension Cache {
                                                           expiry: Expiry? = nil, compression: Compression? = nil) throws(LarderError) {
         try forEachBatch(of: entries, key: \.key) { (batch, _, batchEntries) throws(LarderError) in
             var position = batchEntries.startIndex
-            try batch.withKeys { (keyAt) throws(LarderError) in
-                try forEachInBatches(count: batch.count, key: keyAt) { (index) throws(LarderError) in
-                    let value = batchEntries[position].value
-                    batchEntries.formIndex(after: &position)
-                    try value.withUnsafeBytes { valueBytes in
-                        Result { () throws(LarderError) in
-                            try setValue(valueBytes, forKey: keyAt(index), expiry: expiry, compression: compression)
-                        }
-                    }.get()
-                }
+            try forEachInBatches(count: batch.count, key: batch.key(at:)) { (index) throws(LarderError) in
+                let value = batchEntries[position].value
+                batchEntries.formIndex(after: &position)
+                try value.withUnsafeBytes { valueBytes in
+                    Result { () throws(LarderError) in
+                        try setValue(valueBytes, forKey: batch.key(at: index), expiry: expiry, compression: compression)
+                    }
+                }.get()
             }
         }
     }
@@ -117,10 +115,8 @@ extension Cache {
     public func removeValues<Keys: Collection>(forKeys keys: Keys) throws(LarderError) -> Int where Keys.Element: CacheKey {
         var removed = 0
         try forEachBatch(of: keys, key: { $0 }) { (batch, _, _) throws(LarderError) in
-            try batch.withKeys { (keyAt) throws(LarderError) in
-                try forEachInBatches(count: batch.count, key: keyAt) { (index) throws(LarderError) in
-                    if try removeValue(forKeyBytes: keyAt(index)) { removed += 1 }
-                }
+            try forEachInBatches(count: batch.count, key: batch.key(at:)) { (index) throws(LarderError) in
+                if try removeValue(forKeyBytes: batch.key(at: index)) { removed += 1 }
             }
         }
         return removed
@@ -135,6 +131,7 @@ extension Cache {
         _ body: (KeyBatch, Int, Elements.SubSequence) throws(E) -> Void
     ) throws(E) {
         var batch = KeyBatch()
+        defer { batch.deallocate() }
         var position = 0
         var start = elements.startIndex
         while start != elements.endIndex {
@@ -147,36 +144,28 @@ extension Cache {
         }
     }
 
-    /// `withValues` for one batch of keys, the first of which is at `firstIndex` in the caller's.
-    /// Values up to 4 KiB are copied to the stack, larger ones to `large` (grown as needed).
+    /// `withValues` for one batch of keys, the first of which is at `firstIndex` in the caller's:
+    /// each value copied into `buffer`, which grows for a value longer than it.
     @usableFromInline
-    func readBatch(_ batch: KeyBatch, firstIndex: Int, large: inout UnsafeMutableRawBufferPointer?,
+    func readBatch(_ batch: KeyBatch, firstIndex: Int, buffer: inout UnsafeMutableRawBufferPointer,
                    _ body: (_ index: Int, _ value: UnsafeRawBufferPointer?) throws -> Void) throws {
-        try withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 16) { onStack in
-            try batch.withKeys { keyAt in
-                try forEachInBatches(count: batch.count, key: keyAt) { index in
-                    let key = keyAt(index)
-                    var buffer = large.map { $0.count > onStack.count ? $0 : onStack } ?? onStack
-                    var length = try copyValue(forKeyBytes: key, into: buffer)
-                    while let needed = length, needed > buffer.count {
-                        large?.deallocate()
-                        large = .allocate(byteCount: needed, alignment: 16)
-                        buffer = large!
-                        length = try copyValue(forKeyBytes: key, into: buffer)
-                    }
-                    try body(firstIndex + index, length.map { UnsafeRawBufferPointer(rebasing: buffer[..<$0]) })
-                }
+        try forEachInBatches(count: batch.count, key: batch.key(at:)) { index in
+            let key = batch.key(at: index)
+            var length = try copyValue(forKeyBytes: key, into: buffer)
+            while let needed = length, needed > buffer.count {
+                buffer.deallocate()
+                buffer = .allocate(byteCount: needed, alignment: 16)
+                length = try copyValue(forKeyBytes: key, into: buffer)
             }
+            try body(firstIndex + index, length.map { UnsafeRawBufferPointer(rebasing: buffer[..<$0]) })
         }
     }
 
     /// `data(forKeys:)` for one batch of keys: appends their values to `values`.
     @usableFromInline
     func appendData(of batch: KeyBatch, to values: inout [Data?]) throws(LarderError) {
-        try batch.withKeys { (keyAt) throws(LarderError) in
-            try forEachInBatches(count: batch.count, key: keyAt) { (index) throws(LarderError) in
-                values.append(try copyData(forKey: keyAt(index), includingExpired: false))
-            }
+        try forEachInBatches(count: batch.count, key: batch.key(at:)) { (index) throws(LarderError) in
+            values.append(try copyData(forKey: batch.key(at: index), includingExpired: false))
         }
     }
 
@@ -207,43 +196,51 @@ extension Cache {
     }
 }
 
-/// The bytes of a batch of keys of any `CacheKey` type, one after another, so that they stay put
-/// while the batch is read.
+/// The bytes of a batch of keys of any `CacheKey` type, one after another in memory of its own,
+/// so that they stay put while the batch is read or written. One serves a whole call on many
+/// keys, batch after batch; its owner deallocates it.
 @usableFromInline
 struct KeyBatch {
-    @usableFromInline var bytes: [UInt8] = []
-    @usableFromInline var starts: [Int] = []
+    /// Where each key starts in `bytes`; `starts[count]` is where the next one would.
+    @usableFromInline var starts: UnsafeMutableBufferPointer<Int>
+    @usableFromInline var bytes: UnsafeMutableRawBufferPointer
+    @usableFromInline var count = 0
 
-    /// Room for a batch of keys of up to 64 bytes from the start: a call with one batch would
-    /// otherwise grow both arrays several times.
+    /// Room for a batch of keys of up to 64 bytes from the start.
     @inlinable init() {
-        bytes.reserveCapacity(Cache.batchWidth * 64)
-        starts.reserveCapacity(Cache.batchWidth)
+        starts = .allocate(capacity: Cache.batchWidth + 1)
+        starts.initialize(repeating: 0)
+        bytes = .allocate(byteCount: Cache.batchWidth * 64, alignment: 8)
     }
 
-    @usableFromInline var count: Int { starts.count }
-
-    @inlinable mutating func removeAll() {
-        bytes.removeAll(keepingCapacity: true)
-        starts.removeAll(keepingCapacity: true)
+    @inlinable func deallocate() {
+        starts.deallocate()
+        bytes.deallocate()
     }
+
+    @inlinable mutating func removeAll() { count = 0 }
 
     @inlinable mutating func append(_ key: UnsafeRawBufferPointer) {
-        starts.append(bytes.count)
-        // As typed bytes, which arrays append with one copy (raw bytes go one by one).
-        key.withMemoryRebound(to: UInt8.self) { bytes.append(contentsOf: $0) }
+        precondition(count < Cache.batchWidth, "a batch holds \(Cache.batchWidth) keys")
+        let start = starts[count], end = start + key.count
+        if end > bytes.count { grow(toHold: end) }
+        if let source = key.baseAddress, key.count > 0 {
+            bytes.baseAddress!.advanced(by: start).copyMemory(from: source, byteCount: key.count)
+        }
+        count += 1
+        starts[count] = end
     }
 
-    /// Calls `body` with a function from a key's position in the batch to its bytes.
-    @usableFromInline
-    func withKeys<R, E: Error>(_ body: ((Int) -> UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-        try bytes.withUnsafeBytes { all in
-            Result { () throws(E) in
-                try body { index in
-                    let end = index + 1 < starts.count ? starts[index + 1] : all.count
-                    return UnsafeRawBufferPointer(rebasing: all[starts[index]..<end])
-                }
-            }
-        }.get()
+    /// Moves the bytes into memory of at least `byteCount` bytes: long keys, rare.
+    @usableFromInline mutating func grow(toHold byteCount: Int) {
+        let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: max(byteCount, 2 * bytes.count), alignment: 8)
+        larger.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[..<starts[count]]))
+        bytes.deallocate()
+        bytes = larger
+    }
+
+    /// The bytes of the key at `index` (below `count`), valid until the batch changes.
+    @inlinable func key(at index: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: bytes.baseAddress!.advanced(by: starts[index]), count: starts[index + 1] - starts[index])
     }
 }
