@@ -145,7 +145,7 @@ typedef struct larder_get_request {
 } larder_get_request;
 
 /* Reads count keys at once, as count calls of larder_get would, one request each. On a cache
- * larger than the processor's caches this reads up to about twice as many keys per second as
+ * larger than the processor's caches this reads about twice as many keys per second as
  * count calls of larder_get with small values (less with large ones, whose copy is the read):
  * the reads of a batch start loading their index slots and records together, so their waits
  * for memory overlap. Returns LARDER_OK when every request was answered (each in its status;

@@ -21,11 +21,11 @@ extension Cache {
     /// that cannot be read (empty, too long; a damaged record) throws when its turn comes, after
     /// `body` has had the values before it.
     ///
-    /// On a cache larger than the processor's caches this reads up to about twice as many small
-    /// values per second as one call per key (BENCHMARKS.md, batched reads and writes): the reads
-    /// of a batch wait for memory together instead of in turn. Large values gain nothing (their copy is the
-    /// read), and a copy of them made in `body` is a second one: read those with
-    /// ``copyValue(forKey:into:)`` or ``withValue(forKey:_:)``.
+    /// On a cache larger than the processor's caches this reads two to two and a half times as
+    /// many small values per second as one call per key (BENCHMARKS.md, batched reads and writes):
+    /// the reads of a batch wait for memory together instead of in turn. Large values gain
+    /// nothing (their copy is the read), and a copy of them made in `body` is a second one: read
+    /// those with ``copyValue(forKey:into:)`` or ``withValue(forKey:_:)``.
     ///
     /// ```swift
     /// try cache.withValues(forKeys: thumbnailURLs) { index, bytes in
@@ -66,11 +66,10 @@ extension Cache {
     /// those after it are not. (A dictionary's order is its own, so which of its entries were
     /// stored then is not known in advance: check the keys first when that matters.)
     ///
-    /// On a cache larger than the processor's caches this writes up to about 1.8 times as many
-    /// small values a second as one call per key (2.2 times through `larder_put_many`), when most
-    /// of the keys are stored already (BENCHMARKS.md, batched reads and writes): a write of a
-    /// stored key waits for its index slot and for the record it writes over, and the waits of a
-    /// batch overlap.
+    /// On a cache larger than the processor's caches this writes up to about twice as many small
+    /// values a second as one call per key, when most of the keys are stored already
+    /// (BENCHMARKS.md, batched reads and writes): a write of a stored key waits for its index slot
+    /// and for the record it writes over, and the waits of a batch overlap.
     ///
     /// ```swift
     /// try cache.set(["/users/1": user1JSON, "/users/2": user2JSON], expiry: .seconds(300))
