@@ -56,7 +56,8 @@ struct ChecksumLongBufferTests {
             checkpoints = ChecksumLongBufferTests.offsets.map { offset in
                 var crc = ChecksumLongBufferTests.seed
                 var chain = [crc]
-                for start in stride(from: 0, to: ChecksumLongBufferTests.maximum, by: Self.piece) {
+                // Whole pieces within `maximum` bytes of the offset: the allocation ends 16 bytes after.
+                for start in stride(from: 0, through: ChecksumLongBufferTests.maximum - Self.piece, by: Self.piece) {
                     crc = lrd_crc32c(crc, source.baseAddress! + offset + start, Self.piece)
                     chain.append(crc)
                 }
