@@ -117,6 +117,15 @@ struct WatchedCollection<Element: Sendable>: Collection, Sendable {
     }
 }
 
+/// Whether these tests run under AddressSanitizer (`scripts/test` runs them a second time so):
+/// its runtime is then linked into the test program, and its shadow memory takes page faults of
+/// its own whenever the program first touches memory it describes.
+let isUnderAddressSanitizer: Bool = {
+    guard let program = dlopen(nil, RTLD_NOW) else { return false }
+    defer { dlclose(program) }
+    return dlsym(program, "__asan_init") != nil
+}()
+
 /// Lets this process write no file past `bytes` (a full disk, as `setrlimit(RLIMIT_FSIZE)` makes
 /// one), with writes past it failing with `EFBIG` instead of a signal. For exit tests' children.
 func limitFileSize(to bytes: Int) -> Bool {
