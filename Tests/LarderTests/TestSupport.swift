@@ -72,6 +72,15 @@ func onOwnThread<Result: Sendable>(_ body: @escaping @Sendable () throws -> Resu
     }
 }
 
+extension Trait where Self == TimeLimitTrait {
+    /// For a test whose threads wait for each other: a hang fails it, by name, rather than
+    /// stopping the run. Generous, because the limit counts from when the test is started, and
+    /// in a parallel run (plain `swift test`) a started test waits for a thread of Swift's shared
+    /// pool behind every other test: in a CI run on 2 cores, six tests of a few seconds each
+    /// were stopped at a limit of one minute so. `scripts/test` runs the tests one at a time.
+    static var failsIfItHangs: Self { .timeLimit(.minutes(5)) }
+}
+
 /// An actor whose jobs run on a dispatch queue of its own, so that a test can tell whether code
 /// ran on it: the caller's actor, for the `async` overloads that must not run there.
 actor QueueActor {
@@ -117,7 +126,7 @@ struct WatchedCollection<Element: Sendable>: Collection, Sendable {
     }
 }
 
-/// Whether these tests run under AddressSanitizer (`scripts/test` runs them a second time so):
+/// Whether these tests run under AddressSanitizer (as `scripts/test-asan` runs them):
 /// its runtime is then linked into the test program, and its shadow memory takes page faults of
 /// its own whenever the program first touches memory it describes.
 let isUnderAddressSanitizer: Bool = {
