@@ -207,6 +207,37 @@ int larder_clear(larder *db);
 /* Makes every write so far durable (msync + fsync). */
 int larder_sync(larder *db);
 
+/* ---- Maintenance --------------------------------------------------------------------------- */
+
+/* The cache keeps within its capacity by itself, evicting the least recently used entries as new
+ * ones come in; these calls apply tighter limits of the caller's own. Each looks at every entry
+ * once, under the writers' lock, in time proportional to the number of entries: call them now
+ * and then (at launch, after a batch of downloads), not on every write. The file keeps its
+ * size; the room freed is reused by later writes. On LARDER_OK, *removed receives how many
+ * entries went (removed may be NULL); on an error it is left as it was, and nothing is removed
+ * by a bad argument or a read-only handle. */
+
+/* Removes every expired entry now, rather than when the ring comes around to it. */
+int larder_remove_expired(larder *db, uint64_t *removed);
+
+/* Removes every entry stored more than age_ms milliseconds ago, whatever its expiry: an entry's
+ * age counts from when its value was last put; reading it does not make it younger. */
+int larder_remove_older(larder *db, uint64_t age_ms, uint64_t *removed);
+
+/* Evicts entries until the values left add up to at most max_bytes (live_bytes of larder_stats,
+ * as callers see them, before compression), in the order of the cache's own eviction: expired
+ * entries first, then entries not read since they were put, oldest first, then the ones read,
+ * oldest first. *removed counts the unexpired entries evicted. */
+int larder_trim_bytes(larder *db, uint64_t max_bytes, uint64_t *removed);
+
+/* As larder_trim_bytes, until at most max_entries entries are left. */
+int larder_trim_count(larder *db, uint64_t max_entries, uint64_t *removed);
+
+/* Removes every entry whose key begins with the prefix_len bytes at prefix (prefix may be NULL
+ * only with prefix_len 0, which removes every entry: larder_clear does that in constant time).
+ * *removed counts the live, unexpired entries removed. */
+int larder_delete_prefix(larder *db, const void *prefix, size_t prefix_len, uint64_t *removed);
+
 /* ---- Inspection ---------------------------------------------------------------------------- */
 
 /* A struct tag without a typedef: the function larder_stats has the name. */

@@ -14,7 +14,7 @@ import Larder
 
 /// Runs `body` with the cache behind `db`: a NULL handle, and any error `body` throws, become a
 /// status code (with the thread's last error message set).
-private func withCache(_ db: UnsafeMutablePointer<larder>?, _ body: (Cache) throws -> Int32) -> Int32 {
+func withCache(_ db: UnsafeMutablePointer<larder>?, _ body: (Cache) throws -> Int32) -> Int32 {
     LastError.clear()
     guard let handle = Arguments.handle(db) else { return Status.invalid("the handle is NULL") }
     // The handle holds a reference until larder_close: no retain and release around each call.

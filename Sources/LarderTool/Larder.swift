@@ -6,7 +6,7 @@ import ArgumentParser
 ///
 /// Reading commands (`info`, `dump`, `get`, `verify`) use Larder's inspection view: they take no
 /// lock and change nothing, so they work on a file another process has open, and on a damaged
-/// one. Writing commands (`put`, `delete`, `clear`) go through the public `Cache` API, as one
+/// one. Writing commands (`put`, `delete`, `clear`, `trim`) go through the public `Cache` API, as one
 /// more process using the file, with its locks.
 /// `recover` and `compact` read through the inspection view and write a fresh file through `Cache`.
 @main
@@ -20,7 +20,7 @@ struct LarderCommand: ParsableCommand {
             64 for a usage error. See docs/CLI.md.
             """,
         version: "\(Cache.versionString)",
-        subcommands: [Info.self, Dump.self, Get.self, Put.self, Delete.self, Clear.self,
+        subcommands: [Info.self, Dump.self, Get.self, Put.self, Delete.self, Clear.self, Trim.self,
                       Verify.self, Recover.self, Compact.self]
     )
 }

@@ -422,6 +422,89 @@ static void test_ttl(void) {
     larder_close(db);
 }
 
+static uint64_t entry_count(larder *db) {
+    struct larder_stats s = {.struct_size = sizeof s};
+    CHECK(larder_stats(db, &s) == LARDER_OK);
+    return s.entries;
+}
+
+static void put_numbered(larder *db, const char *prefix, int count, uint64_t ttl_ms) {
+    char value[100];
+    memset(value, 'v', sizeof value);
+    for (int i = 0; i < count; i++) {
+        char key[32];
+        int n = snprintf(key, sizeof key, "%s%d", prefix, i);
+        CHECK(larder_put(db, key, (size_t)n, value, sizeof value, ttl_ms) == LARDER_OK);
+    }
+}
+
+static void test_maintenance(void) {
+    larder *db = open_fresh("maintenance.larder", NULL);
+    char value[100];
+    size_t len;
+    uint64_t removed = 99;
+
+    /* Expired entries go now; the others stay. */
+    put_numbered(db, "soon", 3, 1);
+    put_numbered(db, "keep", 5, 0);
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    CHECK(larder_remove_expired(db, &removed) == LARDER_OK && removed == 3);
+    CHECK(entry_count(db) == 5);
+    CHECK(larder_remove_expired(db, NULL) == LARDER_OK);
+
+    /* A limit by age: none of the five is an hour old. */
+    CHECK(larder_remove_older(db, 3600 * 1000, &removed) == LARDER_OK && removed == 0 && entry_count(db) == 5);
+
+    /* Limits by count and bytes evict the entries not read first. */
+    CHECK(larder_get(db, "keep0", 5, value, sizeof value, &len) == LARDER_OK);
+    CHECK(larder_get(db, "keep1", 5, value, sizeof value, &len) == LARDER_OK);
+    CHECK(larder_trim_count(db, 2, &removed) == LARDER_OK && removed == 3 && entry_count(db) == 2);
+    CHECK(larder_contains(db, "keep0", 5) == LARDER_OK && larder_contains(db, "keep1", 5) == LARDER_OK);
+    CHECK(larder_trim_count(db, UINT64_MAX, &removed) == LARDER_OK && removed == 0);
+    CHECK(larder_trim_bytes(db, 150, &removed) == LARDER_OK && removed == 1 && entry_count(db) == 1);
+    CHECK(larder_trim_bytes(db, UINT64_MAX, &removed) == LARDER_OK && removed == 0 && entry_count(db) == 1);
+
+    /* Every entry is older than 0 ms once a millisecond has passed. */
+    nanosleep(&pause, NULL);
+    CHECK(larder_remove_older(db, 0, &removed) == LARDER_OK && removed == 1 && entry_count(db) == 0);
+
+    /* By key prefix: only keys that begin with all its bytes. */
+    put_numbered(db, "user/1/", 3, 0);
+    put_numbered(db, "user/2/", 2, 0);
+    put_numbered(db, "user/1", 1, 0); /* "user/10": not under "user/1/" */
+    CHECK(larder_delete_prefix(db, "user/1/", 7, &removed) == LARDER_OK && removed == 3);
+    CHECK(entry_count(db) == 3 && larder_contains(db, "user/10", 7) == LARDER_OK);
+    CHECK(larder_delete_prefix(db, "nothing", 7, &removed) == LARDER_OK && removed == 0);
+
+    /* Refusals leave the cache and *removed as they were. */
+    removed = 99;
+    CHECK(larder_remove_expired(NULL, &removed) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_remove_older(NULL, 0, &removed) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_trim_bytes(NULL, 0, &removed) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_trim_count(NULL, 0, &removed) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_delete_prefix(NULL, "u", 1, &removed) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_delete_prefix(db, NULL, 1, &removed) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_delete_prefix(db, "u", (size_t)-1, &removed) == LARDER_TOO_LARGE);
+    CHECK(removed == 99 && entry_count(db) == 3);
+    char path[512];
+    path_for(path, sizeof path, "maintenance.larder");
+    larder_options opts;
+    larder_options_init(&opts);
+    opts.flags = LARDER_FLAG_READ_ONLY;
+    larder *reader = NULL;
+    CHECK(larder_open(path, &opts, &reader) == LARDER_OK);
+    CHECK(larder_trim_count(reader, 0, &removed) == LARDER_READ_ONLY);
+    CHECK(larder_delete_prefix(reader, "user", 4, &removed) == LARDER_READ_ONLY);
+    CHECK(removed == 99);
+    larder_close(reader);
+    CHECK(entry_count(db) == 3);
+
+    /* The empty prefix is every key. */
+    CHECK(larder_delete_prefix(db, NULL, 0, &removed) == LARDER_OK && removed == 3 && entry_count(db) == 0);
+    larder_close(db);
+}
+
 static void test_too_large_and_full_cache(void) {
     larder_options opts;
     larder_options_init(&opts);
@@ -627,6 +710,7 @@ int main(void) {
     test_invalid_arguments();
     test_open_errors_and_options();
     test_ttl();
+    test_maintenance();
     test_too_large_and_full_cache();
     test_stats_struct_size();
     test_foreach_clear_sync();

@@ -2,7 +2,7 @@ import Foundation
 import Larder
 import Testing
 
-/// `put`, `delete` and `clear`: writes through the public `Cache` API.
+/// `put`, `delete`, `clear` and `trim`: writes through the public `Cache` API.
 @Suite("Writing commands")
 struct WritingCommandTests {
     @Test func putFromAFileAndFromStdin() throws {
@@ -70,6 +70,47 @@ struct WritingCommandTests {
         let missing = try Larder.expect(["clear", directory.path("none.larder")], status: 2)
         #expect(missing.stderr == "larder: \(directory.path("none.larder")): no such file (invalid argument)\n")
         #expect(!FileManager.default.fileExists(atPath: directory.path("none.larder")))
+    }
+
+    /// `trim` applies each limit it is given, in its order, and says what each removed; what it
+    /// evicts are the entries least recently used, as the cache's own eviction would.
+    @Test func trimAppliesEachLimitInTurn() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Fixture.numbered(path, count: 6)
+        let cache = try Cache(path: path)
+        try cache.set(Data("soon".utf8), forKey: "soon", expiry: .seconds(0.001))
+        try cache.set(Data("a".utf8), forKey: "user/1/a")
+        try cache.set(Data("b".utf8), forKey: "user/1/b")
+        try cache.set(Data("c".utf8), forKey: "user/10")
+        // Read, so used more recently than k0 and k2..k5, which were not.
+        _ = try cache.data(forKey: "k0")
+        _ = try cache.data(forKey: "k1")
+        try cache.close()
+        Thread.sleep(forTimeInterval: 0.01)
+        try Larder.expect(["trim", path, "--expired", "--older-than", "3600", "--prefix", "user/1/", "--max-entries", "3", "--max-bytes", "80"],
+                          stdout: """
+                              removed 1 entry that had expired
+                              removed 0 entries stored more than 3600 s ago
+                              removed 2 entries whose keys begin with user/1/
+                              evicted 4 entries to keep at most 3
+                              evicted 1 entry to keep at most 80 B of values
+
+                              """)
+        let left = try Cache(path: path)
+        #expect(Set(try left.keys.map { String(decoding: $0, as: UTF8.self) }) == ["k0", "k1"])
+        try left.close()
+        try Larder.expect(["trim", path, "--max-bytes", "0"], stdout: "evicted 2 entries to keep at most 0 B of values\n")
+        try Larder.expect(["trim", path, "--expired"], stdout: "removed 0 entries that had expired\n")
+
+        // Nothing to do, or a limit that cannot be meant: usage errors, and the file untouched.
+        try Fixture.numbered(path, count: 2)
+        for arguments in [[], ["--prefix", ""], ["--older-than", "-1"], ["--older-than", "inf"], ["--max-entries", "-1"],
+                          ["--max-bytes", "lots"], ["--prefix", "zz", "--hex-key", "--expired"]] {
+            try Larder.expect(["trim", path] + arguments, status: 64, stdout: "")
+        }
+        try Larder.expect(["trim", directory.path("none.larder"), "--expired"], status: 2, stdout: "")
+        #expect(try Cache(path: path).count == 2)
     }
 
     /// Several processes may write one file (issue 5): the tool is one more of them. Only

@@ -75,6 +75,8 @@ extension Cache {
     /// ``removeAll()`` does the same in constant time.
     ///
     /// - Returns: How many live, unexpired entries were removed.
+    ///
+    /// The corresponding C function is `larder_delete_prefix`.
     @discardableResult
     public func removeAll(withPrefix prefix: some CacheKey) throws(LarderError) -> Int {
         let prefix = prefix.withCacheKeyBytes { Data($0) }

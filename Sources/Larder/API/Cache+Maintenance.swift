@@ -14,6 +14,8 @@ extension Cache {
     /// copies left to fall back on.
     ///
     /// - Returns: How many expired entries were removed.
+    ///
+    /// The corresponding C function is `larder_remove_expired`.
     @discardableResult
     public func removeExpired() throws(LarderError) -> Int {
         let now = SystemCall.nowMilliseconds()
@@ -30,13 +32,23 @@ extension Cache {
     ///
     /// - Returns: How many unexpired entries were removed.
     /// - Throws: `.invalidArgument` for a negative or NaN age.
+    ///
+    /// The corresponding C function is `larder_remove_older`.
     @discardableResult
     public func removeOlder(than age: TimeInterval) throws(LarderError) -> Int {
         guard age >= 0 else {
             throw LarderError(.invalidArgument, "the age must be zero or more seconds, not \(age)", path: path)
         }
+        // Ages past 2^63 ms (some 292 million years) are all older than any entry.
+        return try removeOlder(thanMilliseconds: UInt64(min((age * 1000).rounded(.down), 0x1p63)))
+    }
+
+    /// ``removeOlder(than:)`` for an age in whole milliseconds, as the C API's ages are: no
+    /// conversion through seconds to round.
+    @discardableResult
+    package func removeOlder(thanMilliseconds age: UInt64) throws(LarderError) -> Int {
         let now = SystemCall.nowMilliseconds()
-        let cutoff = now - UInt64(min(Double(now), (age * 1000).rounded(.down)))
+        let cutoff = now - min(now, age)
         return try write { () throws(LarderError) in
             store.removeEntries(counting: .removals) { _, header in header.storedAt < cutoff }.live
         }
@@ -50,6 +62,8 @@ extension Cache {
     /// entries not read since they were stored, oldest first, then the ones read, oldest first.
     ///
     /// - Returns: How many unexpired entries were evicted.
+    ///
+    /// The corresponding C function is `larder_trim_bytes`.
     @discardableResult
     public func trim(toBytes bytes: Int) throws(LarderError) -> Int {
         try write { () throws(LarderError) in
@@ -63,6 +77,8 @@ extension Cache {
     /// The order is that of ``trim(toBytes:)-4hcpt``.
     ///
     /// - Returns: How many unexpired entries were evicted.
+    ///
+    /// The corresponding C function is `larder_trim_count`.
     @discardableResult
     public func trim(toCount count: Int) throws(LarderError) -> Int {
         try write { () throws(LarderError) in
