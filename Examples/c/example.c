@@ -73,6 +73,14 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* Limits of the program's own, now and then (at launch here): expired entries out, and at
+     * most 512 KiB of values, the least recently used evicted first. */
+    uint64_t expired = 0, evicted = 0;
+    if (larder_remove_expired(db, &expired) == LARDER_OK && larder_trim_bytes(db, 512u << 10, &evicted) == LARDER_OK) {
+        printf("C example: %llu expired entries removed, %llu evicted\n",
+               (unsigned long long)expired, (unsigned long long)evicted);
+    }
+
     struct larder_stats stats = {sizeof stats, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     larder_stats(db, &stats);
     printf("C example: %llu entries, %llu of %llu bytes in the file, %llu evictions\n",
