@@ -214,8 +214,9 @@ int larder_sync(larder *db);
  * once, under the writers' lock, in time proportional to the number of entries: call them now
  * and then (at launch, after a batch of downloads), not on every write. The file keeps its
  * size; the room freed is reused by later writes. On LARDER_OK, *removed receives how many
- * entries went (removed may be NULL); on an error it is left as it was, and nothing is removed
- * by a bad argument or a read-only handle. */
+ * unexpired entries the call removed (larder_remove_expired: how many expired ones); expired
+ * entries it removes as well are not counted. removed may be NULL. On an error *removed is left
+ * as it was, and nothing is removed by a bad argument or a read-only handle. */
 
 /* Removes every expired entry now, rather than when the ring comes around to it. */
 int larder_remove_expired(larder *db, uint64_t *removed);
@@ -227,15 +228,14 @@ int larder_remove_older(larder *db, uint64_t age_ms, uint64_t *removed);
 /* Evicts entries until the values left add up to at most max_bytes (live_bytes of larder_stats,
  * as callers see them, before compression), in the order of the cache's own eviction: expired
  * entries first, then entries not read since they were put, oldest first, then the ones read,
- * oldest first. *removed counts the unexpired entries evicted. */
+ * oldest first. */
 int larder_trim_bytes(larder *db, uint64_t max_bytes, uint64_t *removed);
 
 /* As larder_trim_bytes, until at most max_entries entries are left. */
 int larder_trim_count(larder *db, uint64_t max_entries, uint64_t *removed);
 
 /* Removes every entry whose key begins with the prefix_len bytes at prefix (prefix may be NULL
- * only with prefix_len 0, which removes every entry: larder_clear does that in constant time).
- * *removed counts the live, unexpired entries removed. */
+ * only with prefix_len 0, which removes every entry: larder_clear does that in constant time). */
 int larder_delete_prefix(larder *db, const void *prefix, size_t prefix_len, uint64_t *removed);
 
 /* ---- Inspection ---------------------------------------------------------------------------- */

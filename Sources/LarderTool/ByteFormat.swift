@@ -46,8 +46,9 @@ enum ByteFormat {
         return bytes
     }
 
-    /// `64M`, `256K`, `1G`, `262144`: a size as given on the command line (binary units).
-    static func parseSize(_ text: String) -> Int? {
+    /// `64M`, `256K`, `1G`, `262144`: a size as given on the command line (binary units); 0 only
+    /// when `allowingZero` (a limit to trim to may be nothing, a capacity may not).
+    static func parseSize(_ text: String, allowingZero: Bool = false) -> Int? {
         let units: [Character: Int] = ["K": 10, "M": 20, "G": 30, "T": 40]
         var digits = text.uppercased()
         if digits.hasSuffix("IB") { digits.removeLast(2) } else if digits.hasSuffix("B") { digits.removeLast() }
@@ -56,7 +57,7 @@ enum ByteFormat {
             shift = unit
             digits.removeLast()
         }
-        guard let number = Int(digits), number > 0, number <= Int.max >> shift else { return nil }
+        guard let number = Int(digits), number > 0 || (allowingZero && number == 0), number <= Int.max >> shift else { return nil }
         return number << shift
     }
 }

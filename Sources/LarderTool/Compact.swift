@@ -26,7 +26,7 @@ extension LarderCommand {
 
         func run() throws {
             try reportingErrors {
-                let report = try FileInspector.compact(path: cacheFile.file, capacity: capacity.flatMap(ByteFormat.parseSize))
+                let report = try FileInspector.compact(path: cacheFile.file, capacity: capacity.flatMap { ByteFormat.parseSize($0) })
                 Output.write(Array(SalvageText.render(report, verb: "compacted").utf8))
             }
         }

@@ -52,8 +52,8 @@ struct KeyArgument: ParsableArguments {
 }
 
 /// Refuses the value of a size option (`--capacity`) that `ByteFormat.parseSize` cannot read.
-func validateSize(_ text: String?, option: String) throws {
-    if let text, ByteFormat.parseSize(text) == nil {
+func validateSize(_ text: String?, option: String, allowingZero: Bool = false) throws {
+    if let text, ByteFormat.parseSize(text, allowingZero: allowingZero) == nil {
         throw ValidationError("\(option) '\(text)' is not a size (e.g. 262144, 256K, 64M)")
     }
 }

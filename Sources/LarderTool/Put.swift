@@ -49,7 +49,7 @@ extension LarderCommand {
             try reportingErrors {
                 // Only for a new file: a smaller capacity would have an existing one rewritten.
                 let isNew = !FileManager.default.fileExists(atPath: cacheFile.file)
-                let options = Cache.Options(capacity: isNew ? capacity.flatMap(ByteFormat.parseSize).map { .bytes($0) } : nil,
+                let options = Cache.Options(capacity: isNew ? capacity.flatMap { ByteFormat.parseSize($0) }.map { .bytes($0) } : nil,
                                             compressionThreshold: 0)
                 let cache = try Cache(path: cacheFile.file, options: options)
                 try cache.set(value, forKey: keyBytes, expiry: ttl.map { .seconds($0) }, compression: lz4 ? .lz4 : Compression.none)

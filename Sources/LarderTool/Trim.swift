@@ -45,6 +45,7 @@ extension LarderCommand {
             if let olderThan, !(olderThan >= 0 && olderThan.isFinite) {
                 throw ValidationError("--older-than must be zero or more seconds")
             }
+            if hexKey && prefix == nil { throw ValidationError("--hex-key applies to --prefix, which is missing") }
             if let prefix {
                 guard let bytes = KeyText.parse(prefix, hex: hexKey) else {
                     throw ValidationError("--prefix '\(prefix)' is not hexadecimal")
@@ -53,8 +54,7 @@ extension LarderCommand {
                 guard !bytes.isEmpty else { throw ValidationError("--prefix is empty (to remove every entry, use clear)") }
             }
             if let maxEntries, maxEntries < 0 { throw ValidationError("--max-entries must be zero or more") }
-            // A limit of 0 bytes is a usual request (evict everything evictable); parseSize takes sizes from 1.
-            if let maxBytes, maxBytes != "0" { try validateSize(maxBytes, option: "--max-bytes") }
+            try validateSize(maxBytes, option: "--max-bytes", allowingZero: true)
         }
 
         func run() throws {
@@ -73,7 +73,7 @@ extension LarderCommand {
                 if let maxEntries {
                     Output.print("evicted \(entries(try cache.trim(toCount: maxEntries))) to keep at most \(maxEntries)")
                 }
-                if let maxBytes, let bytes = maxBytes == "0" ? 0 : ByteFormat.parseSize(maxBytes) {
+                if let maxBytes, let bytes = ByteFormat.parseSize(maxBytes, allowingZero: true) {
                     Output.print("evicted \(entries(try cache.trim(toBytes: bytes))) to keep at most \(ByteFormat.size(bytes)) of values")
                 }
                 try cache.close()

@@ -165,11 +165,14 @@ struct ListingWhileWritingTests {
                         try cache.set([1], forKey: "go")
                         // The child is started by a task of Swift's shared pool, which in a
                         // parallel test run waits behind other tests: the deadline counts from
-                        // the child's start.
-                        var deadline = Date.distantFuture
+                        // the child's start, within a bound of its own, far longer, should the
+                        // child fail before it (this thread is not one a time limit can stop).
+                        var deadline = Date().addingTimeInterval(900)
+                        var sawStart = false
                         while !cache.contains("grown") && Date() < deadline {
-                            if deadline == .distantFuture && cache.contains("started") {
-                                deadline = Date().addingTimeInterval(100)
+                            if !sawStart && cache.contains("started") {
+                                sawStart = true
+                                deadline = min(deadline, Date().addingTimeInterval(100))
                             }
                             usleep(1000)
                         }

@@ -289,9 +289,11 @@ struct ReplacingInPlaceTests {
             }
         }
         // The child is started by a task of Swift's shared pool, which in a parallel test run
-        // waits behind the other tests (minutes, under AddressSanitizer): its start has no
-        // deadline of its own, and the reading's deadline counts from it.
-        while !cache.contains("started") { try await Task.sleep(for: .milliseconds(5)) }
+        // waits behind the other tests (minutes, under AddressSanitizer): the reading's deadline
+        // counts from the child's start, and the wait for that start has a bound of its own, far
+        // longer, should the child fail before it.
+        let startBound = Date().addingTimeInterval(900)
+        while !cache.contains("started") && Date() < startBound { try await Task.sleep(for: .milliseconds(5)) }
         let deadline = Date().addingTimeInterval(300)
         struct Tally: Sendable { var reads = 0, missing = 0, wrong = 0, listings = 0, incompleteListings = 0; var updates: UInt64 = 0 }
         // Reads without pause, on a thread of its own: on the test runner's shared threads it

@@ -73,9 +73,11 @@ func onOwnThread<Result: Sendable>(_ body: @escaping @Sendable () throws -> Resu
 }
 
 extension Trait where Self == TimeLimitTrait {
-    /// For a test whose threads wait for each other: a hang fails it, by name, rather than
-    /// stopping the run. Generous, because the limit counts from when the test is started, and
-    /// in a parallel run (plain `swift test`) a started test waits for a thread of Swift's shared
+    /// For a test whose threads wait for each other: a hang is reported with the test's name
+    /// as soon as the limit passes. (Only a wait that is cancellable ends there; one on a
+    /// thread of its own, or in synchronous code, needs a deadline of its own, or the run still
+    /// waits for it.) Generous, because the limit counts from when the test is started, and in
+    /// a parallel run (plain `swift test`) a started test waits for a thread of Swift's shared
     /// pool behind every other test: in a CI run on 2 cores, six tests of a few seconds each
     /// were stopped at a limit of one minute so. `scripts/test` runs the tests one at a time.
     static var failsIfItHangs: Self { .timeLimit(.minutes(5)) }

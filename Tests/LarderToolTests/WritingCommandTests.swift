@@ -100,14 +100,24 @@ struct WritingCommandTests {
         let left = try Cache(path: path)
         #expect(Set(try left.keys.map { String(decoding: $0, as: UTF8.self) }) == ["k0", "k1"])
         try left.close()
-        try Larder.expect(["trim", path, "--max-bytes", "0"], stdout: "evicted 2 entries to keep at most 0 B of values\n")
+        try Larder.expect(["trim", path, "--max-bytes", "0K"], stdout: "evicted 2 entries to keep at most 0 B of values\n")
         try Larder.expect(["trim", path, "--expired"], stdout: "removed 0 entries that had expired\n")
 
         // Nothing to do, or a limit that cannot be meant: usage errors, and the file untouched.
         try Fixture.numbered(path, count: 2)
-        for arguments in [[], ["--prefix", ""], ["--older-than", "-1"], ["--older-than", "inf"], ["--max-entries", "-1"],
-                          ["--max-bytes", "lots"], ["--prefix", "zz", "--hex-key", "--expired"]] {
-            try Larder.expect(["trim", path] + arguments, status: 64, stdout: "")
+        let refusals = [
+            []: "give at least one of",
+            ["--prefix", ""]: "--prefix is empty",
+            ["--older-than=-1"]: "--older-than must be zero or more seconds",
+            ["--older-than", "inf"]: "--older-than must be zero or more seconds",
+            ["--max-entries=-1"]: "--max-entries must be zero or more",
+            ["--max-bytes", "lots"]: "--max-bytes 'lots' is not a size",
+            ["--prefix", "zz", "--hex-key"]: "--prefix 'zz' is not hexadecimal",
+            ["--hex-key", "--expired"]: "--hex-key applies to --prefix",
+        ]
+        for (arguments, reason) in refusals {
+            let run = try Larder.expect(["trim", path] + arguments, status: 64, stdout: "")
+            #expect(run.stderr.contains("Error: \(reason)"), "\(arguments): \(run.stderr)")
         }
         try Larder.expect(["trim", directory.path("none.larder"), "--expired"], status: 2, stdout: "")
         #expect(try Cache(path: path).count == 2)
