@@ -52,9 +52,14 @@ typedef uint64_t chain;
 #define CRC16(crc, half) _mm_crc32_u16((crc), (half))
 #define CRC8(crc, byte) _mm_crc32_u8((crc), (byte))
 
+/* CPUID itself (leaf 1, ECX bit 20), as the fold's probe below does: __builtin_cpu_supports reads
+ * compiler-rt's __cpu_model, which not every toolchain links (reported missing with Apple's for
+ * x86-64). */
 static int probe_hardware(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("sse4.2");
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const unsigned sse42 = 1u << 20;
+    return (c & sse42) != 0;
 }
 #elif defined(__aarch64__)
 #include <arm_acle.h>
@@ -63,6 +68,8 @@ static int probe_hardware(void) {
 #ifndef HWCAP_CRC32
 #define HWCAP_CRC32 (1 << 7)
 #endif
+#elif defined(__APPLE__)
+#include <sys/sysctl.h>
 #endif
 #define HARDWARE __attribute__((target("crc")))
 typedef uint32_t chain;
@@ -73,7 +80,12 @@ typedef uint32_t chain;
 
 static int probe_hardware(void) {
 #if defined(__APPLE__)
-    return 1; /* every Apple arm64 CPU has the CRC extension */
+    /* Not every Apple arm64 CPU has the CRC extension: the A7 to A9 do not, and tvOS 17 still
+     * runs on the A8 of the Apple TV HD. The kernel says; without an answer, the table. */
+    int present = 0;
+    size_t size = sizeof present;
+    if (sysctlbyname("hw.optional.armv8_crc32", &present, &size, NULL, 0) != 0) return 0;
+    return present != 0;
 #elif defined(__linux__)
     return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
 #else

@@ -56,6 +56,36 @@ int lrd_byte_is_locked(int fd, uint64_t start) {
     }
 }
 
+int lrd_retire_descriptor(int fd) {
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0) return errno;
+    int rc = 0;
+    while (dup2(null, fd) < 0) {
+        if (errno != EINTR && errno != EBUSY) {
+            rc = errno;
+            break;
+        }
+    }
+    /* dup2 does not carry close-on-exec over (Apple platforms have no dup3). */
+    if (rc == 0) (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+    close(null);
+    return rc;
+}
+
+#if defined(__APPLE__)
+/* Takes the blocks of [from, end), all past the file's end, by writing a zero byte into each, as
+ * glibc's posix_fallocate does where the file system cannot preallocate. */
+static int write_zero_per_block(int fd, uint64_t from, uint64_t end) {
+    static const char zero = 0;
+    for (uint64_t at = from; at < end; at = (at | 4095) + 1) {
+        while (pwrite(fd, &zero, 1, (off_t)at) != 1) {
+            if (errno != EINTR) return errno;
+        }
+    }
+    return 0;
+}
+#endif
+
 int lrd_preallocate(int fd, uint64_t offset, uint64_t length) {
 #if defined(__APPLE__)
     struct stat st;
@@ -70,7 +100,12 @@ int lrd_preallocate(int fd, uint64_t offset, uint64_t length) {
     store.fst_length = (off_t)(end - (uint64_t)st.st_size);
     if (fcntl(fd, F_PREALLOCATE, &store) == -1) {
         store.fst_flags = F_ALLOCATEALL;
-        if (fcntl(fd, F_PREALLOCATE, &store) == -1) return errno;
+        if (fcntl(fd, F_PREALLOCATE, &store) == -1) {
+            /* FAT, exFAT and network volumes may not preallocate at all. */
+            if (errno != ENOTSUP && errno != EOPNOTSUPP && errno != EINVAL) return errno;
+            int rc = write_zero_per_block(fd, (uint64_t)st.st_size, end);
+            if (rc != 0) return rc;
+        }
     }
     for (;;) {
         if (ftruncate(fd, (off_t)end) == 0) return 0;

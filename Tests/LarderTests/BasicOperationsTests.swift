@@ -156,6 +156,33 @@ struct BasicOperationsTests {
         }
     }
 
+    /// A closed cache whose object lives on keeps no descriptor of its file: where locks belong
+    /// to the process (Apple platforms), closing that descriptor when the object went away would
+    /// drop the locks of the store the process opened on the file since (close, then reopen: how
+    /// an iOS app shares a cache with its extensions). Linux's locks belong to descriptors, so
+    /// the drop itself cannot be shown here; what is checked is that the closed store's
+    /// descriptor names the file no more, and that its number stays taken.
+    @Test func aClosedCacheKeepsNoDescriptorOfItsFile() throws {
+        let directory = TemporaryDirectory()
+        let closed = try Cache(path: directory.path())
+        try closed.set([1], forKey: "a")
+        let number = closed.store.file.descriptor.rawValue
+        var file = stat(), after = stat()
+        #expect(fstat(number, &file) == 0)
+        try closed.close()
+        #expect(fstat(number, &after) == 0)
+        #expect(after.st_ino != file.st_ino || after.st_dev != file.st_dev)
+        #expect(after.st_mode & S_IFMT == S_IFCHR)
+        #expect(fcntl(number, F_GETFD) & FD_CLOEXEC != 0)
+        let reopened = try Cache(path: directory.path())
+        #expect(reopened.store.file.descriptor.rawValue != number)
+        #expect(try reopened.bytes(forKey: "a") == [1])
+        withExtendedLifetime(closed) {}
+        try reopened.set([2], forKey: "b")
+        try reopened.close()
+        #expect(try Cache(path: directory.path()).bytes(forKey: "b") == [2])
+    }
+
     @Test func syncKeepsEverythingReadable() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())

@@ -183,6 +183,10 @@ static inline void lrd_set_has_error_message(int has) { lrd_thread_has_error_mes
 /* Whether process `pid` still exists (kill(pid, 0) does not fail with ESRCH). */
 int lrd_process_exists(int64_t pid);
 
+/* Closes the file `fd` names while keeping the number taken: it names /dev/null afterwards, until
+ * it is closed. Returns 0 or an errno value (the file then stays open). */
+int lrd_retire_descriptor(int fd);
+
 /* Reserve disk blocks for [offset, offset + length) so that later writes
  * through the map cannot fail with SIGBUS on a full disk. Extends the file
  * when the range ends past it. Returns 0 or an errno value. */

@@ -675,6 +675,7 @@ final class CacheStore {
             _ = try? descriptor.lock(byte: LockByte.users, .unlock, wait: false)
             _ = try? descriptor.lock(byte: LockByte.writers, .unlock, wait: false)
             _ = try? descriptor.lock(byte: LockByte.transition, .unlock, wait: false)
+            descriptor.retire()
         }
         guard !isReadOnly else { return }
         try withWriterLock { () throws(LarderError) in foldCounters() }

@@ -1,3 +1,9 @@
+// File offsets and sizes, up to `maximumFileSize` (1 TiB), are `Int`s throughout: a 32-bit
+// `Int` (Apple Watch hardware's arm64_32) would silently refuse every capacity.
+#if _pointerBitWidth(_32)
+#error("Larder needs a 64-bit platform: Apple Watch devices (arm64_32) are not supported")
+#endif
+
 /// Fixed numbers of the file format. docs/FORMAT.md is the normative description; every value
 /// here appears there with the same name.
 enum FileLayout {

@@ -114,6 +114,17 @@ struct FileDescriptor {
         return rc == 1
     }
 
+    /// Closes the file but keeps the number, which names `/dev/null` until `close()`. Where locks
+    /// belong to the process (Apple platforms), closing any descriptor of a file drops every lock
+    /// the process holds on it: a store's descriptor closed only when its last `Cache` goes away,
+    /// which may be long after the store closed and the process opened the file anew, would drop
+    /// the new store's locks. A closing store retires its descriptor instead, under the
+    /// registry's lock, while its mapping, which needs none, lives on. The number stays taken so
+    /// that nothing still holding it can reach a file opened later under the same number.
+    func retire() {
+        _ = lrd_retire_descriptor(rawValue)
+    }
+
     func close() {
         #if canImport(Darwin)
         _ = Darwin.close(rawValue)
