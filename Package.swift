@@ -22,15 +22,19 @@ let package = Package(
         // Small C helpers the Swift core needs and Swift cannot spell portably:
         // hardware CRC32C, XXH64, atomics on mapped memory, byte-range file locks.
         .target(name: "CLarderSupport"),
-        // The system's liblz4, the way GRDB wraps SQLite: found with pkg-config.
+        // The system's liblz4, the way GRDB wraps SQLite: found with pkg-config. Not on Apple
+        // platforms, whose system LZ4 is the Compression framework (LZ4Codec.swift).
         .systemLibrary(
             name: "CLZ4",
             pkgConfig: "liblz4",
-            providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
+            providers: [.apt(["liblz4-dev"]), .yum(["lz4-devel"])]
         ),
         .target(
             name: "Larder",
-            dependencies: ["CLarderSupport", "CLZ4"]
+            dependencies: [
+                "CLarderSupport",
+                .target(name: "CLZ4", condition: .when(platforms: [.linux, .android, .openbsd, .windows, .wasi])),
+            ]
         ),
         // Swift's view of include/larder.h, so the exports are written against its declarations.
         .systemLibrary(name: "CLarderABI"),

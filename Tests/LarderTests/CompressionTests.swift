@@ -1,4 +1,7 @@
 import CLarderSupport
+#if canImport(CLZ4)
+import CLZ4
+#endif
 import Foundation
 import Testing
 @testable import Larder
@@ -38,6 +41,18 @@ struct CompressionTests {
         #expect(try plain.bytes(forKey: "json") == jsonLike(size, count: size))
         #expect(try plain.bytes(forKey: "noise") == pattern(size, count: size))
     }
+
+    #if canImport(CLZ4)
+    /// The codec's own limit and bound (Apple platforms use the Compression framework, which has
+    /// neither) are liblz4's, so that a record sized for one fits what the other writes.
+    @Test func theBoundAndTheLimitAreLiblz4s() {
+        #expect(LZ4Codec.maximumInputSize == Int(LZ4_MAX_INPUT_SIZE))
+        for count in [0, 1, 15, 16, 254, 255, 256, 4096, 65_535, 1 << 20, LZ4Codec.maximumInputSize,
+                      LZ4Codec.maximumInputSize + 1, Int(Int32.max)] {
+            #expect(LZ4Codec.bound(count) == Int(LZ4_compressBound(Int32(count))), "\(count)")
+        }
+    }
+    #endif
 
     @Test func compressibleValuesAreStoredCompressedAndNoiseIsStoredRaw() throws {
         let directory = TemporaryDirectory()
