@@ -81,11 +81,15 @@ typedef uint32_t chain;
 static int probe_hardware(void) {
 #if defined(__APPLE__)
     /* Not every Apple arm64 CPU has the CRC extension: the A7 to A9 do not, and tvOS 17 still
-     * runs on the A8 of the Apple TV HD. The kernel says; without an answer, the table. */
-    int present = 0;
-    size_t size = sizeof present;
-    if (sysctlbyname("hw.optional.armv8_crc32", &present, &size, NULL, 0) != 0) return 0;
-    return present != 0;
+     * runs on the A8 of the Apple TV HD. The kernel says (under its newer name or its older);
+     * without an answer, the table. */
+    static const char *const names[] = {"hw.optional.arm.FEAT_CRC32", "hw.optional.armv8_crc32"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        int present = 0;
+        size_t size = sizeof present;
+        if (sysctlbyname(names[i], &present, &size, NULL, 0) == 0 && size == sizeof present) return present != 0;
+    }
+    return 0;
 #elif defined(__linux__)
     return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
 #else

@@ -6,6 +6,7 @@
 public enum Compression: Hashable, Sendable {
     /// Values are stored as given.
     case none
-    /// Values are compressed with LZ4 (the system liblz4).
+    /// Values are compressed with LZ4: the system's, liblz4 on Linux and the Compression framework
+    /// on Apple platforms.
     case lz4
 }

@@ -1,5 +1,6 @@
 #if canImport(Compression)
-import Compression
+// Internal: the module shares its name with Larder's own `Compression` type.
+internal import Compression
 #else
 import CLZ4
 #endif
@@ -56,12 +57,12 @@ enum LZ4Codec {
         // Apple's decoder stops when its destination is full, so that a block decoding to more
         // than the raw length would pass for one decoding to exactly that (FORMAT.md 4.2 asks
         // for the exact length): it decodes into room for one byte more, which then stays free.
-        return withUnsafeTemporaryAllocation(byteCount: destination.count + 1, alignment: 16) { room in
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: destination.count + 1) { room in
             let produced = compression_decode_buffer(
-                room.baseAddress!.assumingMemoryBound(to: UInt8.self), room.count,
+                room.baseAddress!, room.count,
                 source.baseAddress!.assumingMemoryBound(to: UInt8.self), source.count, nil, COMPRESSION_LZ4_RAW)
             guard produced == destination.count else { return false }
-            destination.copyMemory(from: UnsafeRawBufferPointer(rebasing: room[..<produced]))
+            destination.copyMemory(from: UnsafeRawBufferPointer(start: room.baseAddress, count: produced))
             return true
         }
         #else
