@@ -42,6 +42,33 @@ struct CompressionTests {
         #expect(try plain.bytes(forKey: "noise") == pattern(size, count: size))
     }
 
+    /// One LZ4 block built by hand from the block format's rules (FORMAT.md 4.2; the worked
+    /// example of section 9 is its 300-byte case), decoded by whichever LZ4 the platform has
+    /// (liblz4, or Apple's Compression framework): only into exactly its length. A block decoding
+    /// to more or fewer bytes than the header's raw length is damage.
+    @Test(arguments: [13, 300, 65_536, 4 << 20])
+    func aBlockWrittenByTheRulesDecodesToExactlyItsLength(length: Int) {
+        // One literal "A", a match of the byte before (offset 1) up to 5 bytes from the end, and
+        // the 5 literals every block ends with.
+        let matchLength = length - 6
+        var block: [UInt8] = [0x10 | UInt8(min(matchLength - 4, 15)), 0x41, 0x01, 0x00]
+        if matchLength - 4 >= 15 {
+            var rest = matchLength - 4 - 15
+            while rest >= 255 { block.append(255); rest -= 255 }
+            block.append(UInt8(rest))
+        }
+        block += [0x50, 0x41, 0x41, 0x41, 0x41, 0x41]
+        if length == 300 { #expect(block == [0x1f, 0x41, 0x01, 0x00, 0xff, 0x14, 0x50, 0x41, 0x41, 0x41, 0x41, 0x41]) }
+        for size in [length, length - 1, length + 1] {
+            var decoded = [UInt8](repeating: 0, count: size)
+            let fits = block.withUnsafeBytes { source in
+                decoded.withUnsafeMutableBytes { LZ4Codec.decompress(source, into: $0) }
+            }
+            #expect(fits == (size == length), "\(length) bytes into \(size)")
+            if size == length { #expect(decoded.allSatisfy { $0 == 0x41 }) }
+        }
+    }
+
     #if canImport(CLZ4)
     /// The codec's own limit and bound (Apple platforms use the Compression framework, which has
     /// neither) are liblz4's, so that a record sized for one fits what the other writes.
