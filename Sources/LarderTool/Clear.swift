@@ -16,7 +16,7 @@ extension LarderCommand {
                 let count = cache.count
                 try cache.removeAll()
                 try cache.close()
-                Output.print("removed \(count) \(count == 1 ? "entry" : "entries")")
+                Output.print("removed \(CountText.entries(count))")
             }
         }
     }

@@ -94,9 +94,8 @@ extension LarderCommand {
         private func footer(shown: Int, matching: [EntryRecord]) -> String {
             let raw = matching.reduce(0) { $0 + $1.rawLength }
             let stored = matching.reduce(0) { $0 + $1.storedLength }
-            let noun = matching.count == 1 ? "entry" : "entries"
             let showing = shown < matching.count ? "showing \(shown) of " : ""
-            return "\(showing)\(matching.count) \(noun), \(ByteFormat.size(raw)) (\(ByteFormat.size(stored)) stored)"
+            return "\(showing)\(CountText.entries(matching.count)), \(ByteFormat.size(raw)) (\(ByteFormat.size(stored)) stored)"
         }
 
         /// The documented schema (docs/CLI.md); members are only ever added at the end.

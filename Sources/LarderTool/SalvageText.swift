@@ -4,11 +4,11 @@
 enum SalvageText {
     static func render(_ report: SalvageReport, verb: String) -> String {
         let kept = report.kept.count
-        var text = "\(verb) \(kept) \(kept == 1 ? "entry" : "entries") into \(report.outputPath) "
+        var text = "\(verb) \(CountText.entries(kept)) into \(report.outputPath) "
             + "(\(ByteFormat.size(report.sourceBytes)) before, \(ByteFormat.size(report.outputBytes)) now)\n"
-        if report.expired > 0 { text += "left out \(report.expired) expired \(report.expired == 1 ? "entry" : "entries")\n" }
+        if report.expired > 0 { text += "left out \(CountText.entries(report.expired, "expired"))\n" }
         if report.evicted > 0 {
-            text += "left out \(report.evicted) older \(report.evicted == 1 ? "entry" : "entries") the new capacity cannot hold\n"
+            text += "left out \(CountText.entries(report.evicted, "older")) the new capacity cannot hold\n"
         }
         if report.dropped.isEmpty {
             text += "dropped nothing\n"

@@ -61,28 +61,23 @@ extension LarderCommand {
             try reportingErrors {
                 let cache = try openExisting(cacheFile.file)
                 if expired {
-                    Output.print("removed \(entries(try cache.removeExpired())) that had expired")
+                    Output.print("removed \(CountText.entries(try cache.removeExpired())) that had expired")
                 }
                 if let olderThan {
                     let seconds = olderThan == olderThan.rounded() && olderThan < 1e15 ? "\(Int(olderThan))" : "\(olderThan)"
-                    Output.print("removed \(entries(try cache.removeOlder(than: olderThan))) stored more than \(seconds) s ago")
+                    Output.print("removed \(CountText.entries(try cache.removeOlder(than: olderThan))) stored more than \(seconds) s ago")
                 }
                 if let prefix, let bytes = KeyText.parse(prefix, hex: hexKey) {
-                    Output.print("removed \(entries(try cache.removeAll(withPrefix: bytes))) whose keys begin with \(KeyText.display(bytes))")
+                    Output.print("removed \(CountText.entries(try cache.removeAll(withPrefix: bytes))) whose keys begin with \(KeyText.display(bytes))")
                 }
                 if let maxEntries {
-                    Output.print("evicted \(entries(try cache.trim(toCount: maxEntries))) to keep at most \(maxEntries)")
+                    Output.print("evicted \(CountText.entries(try cache.trim(toCount: maxEntries))) to keep at most \(maxEntries)")
                 }
                 if let maxBytes, let bytes = ByteFormat.parseSize(maxBytes, allowingZero: true) {
-                    Output.print("evicted \(entries(try cache.trim(toBytes: bytes))) to keep at most \(ByteFormat.size(bytes)) of values")
+                    Output.print("evicted \(CountText.entries(try cache.trim(toBytes: bytes))) to keep at most \(ByteFormat.size(bytes)) of values")
                 }
                 try cache.close()
             }
-        }
-
-        /// `1 entry`, `3 entries`.
-        private func entries(_ count: Int) -> String {
-            "\(count) \(count == 1 ? "entry" : "entries")"
         }
     }
 }

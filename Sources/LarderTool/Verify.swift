@@ -55,8 +55,7 @@ extension LarderCommand {
                 text += table.render()
             }
             for note in report.notes { text += "note: \(note)\n" }
-            let entries = report.entriesReachable == 1 ? "entry" : "entries"
-            text += "\(report.recordsChecked) records checked, \(report.entriesReachable) \(entries) reachable, "
+            text += "\(report.recordsChecked) records checked, \(CountText.entries(report.entriesReachable)) reachable, "
                 + "\(ByteFormat.size(report.bytesWalked)) walked\n"
             return text
         }
