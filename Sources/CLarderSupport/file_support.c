@@ -30,24 +30,36 @@ static struct flock one_byte(uint64_t start, short type) {
     return fl;
 }
 
-int lrd_lock_byte(int fd, uint64_t start, int mode, int wait) {
+int lrd_lock_byte(int fd, uint64_t start, int mode, int wait, int process_owned) {
     struct flock fl = one_byte(start, mode == LRD_UNLOCK ? F_UNLCK : (mode == LRD_LOCK_SHARED ? F_RDLCK : F_WRLCK));
 #if defined(__linux__)
-    int cmd = wait ? F_OFD_SETLKW : F_OFD_SETLK;
+    int cmd = process_owned ? (wait ? F_SETLKW : F_SETLK) : (wait ? F_OFD_SETLKW : F_OFD_SETLK);
 #else
+    (void)process_owned;
     int cmd = wait ? F_SETLKW : F_SETLK;
 #endif
     for (;;) {
         if (fcntl(fd, cmd, &fl) == 0) return 0;
-        if (errno != EINTR) return errno;
+        if (errno == EINTR) continue;
+        /* Record locks' deadlock check looks at processes, not threads: a process waiting here
+         * while another of its threads holds what the holder of this byte waits for is told
+         * EDEADLK, though that thread will let go. Larder's waits never close a cycle (bytes 1
+         * and 3 are waited for only shared, and taken exclusively only without waiting; the
+         * holder of byte 2 waits for no other byte), so the wait goes on. */
+        if (errno == EDEADLK && wait) {
+            usleep(1000);
+            continue;
+        }
+        return errno;
     }
 }
 
-int lrd_byte_is_locked(int fd, uint64_t start) {
+int lrd_byte_is_locked(int fd, uint64_t start, int process_owned) {
     struct flock fl = one_byte(start, F_WRLCK); /* asked about, not taken: allowed read-only */
 #if defined(__linux__)
-    int cmd = F_OFD_GETLK;
+    int cmd = process_owned ? F_GETLK : F_OFD_GETLK;
 #else
+    (void)process_owned;
     int cmd = F_GETLK;
 #endif
     for (;;) {

@@ -56,7 +56,14 @@ static int lock_byte(int fd, short type) {
     fl.l_len = 1;
     for (;;) {
         if (fcntl(fd, F_SETLKW, &fl) == 0) return 0;
-        if (errno != EINTR) return errno;
+        if (errno == EINTR) continue;
+        /* A false deadlock: record locks' check looks at processes, not threads (see
+         * lrd_lock_byte). */
+        if (errno == EDEADLK) {
+            usleep(1000);
+            continue;
+        }
+        return errno;
     }
 }
 

@@ -159,9 +159,9 @@ struct BasicOperationsTests {
     /// A closed cache whose object lives on keeps no descriptor of its file: where locks belong
     /// to the process (Apple platforms), closing that descriptor when the object went away would
     /// drop the locks of the store the process opened on the file since (close, then reopen: how
-    /// an iOS app shares a cache with its extensions). Linux's locks belong to descriptors, so
-    /// the drop itself cannot be shown here; what is checked is that the closed store's
-    /// descriptor names the file no more, and that its number stays taken.
+    /// an iOS app shares a cache with its extensions; `ProcessOwnedLockTests` shows the locks
+    /// kept). What is checked here is that the closed store's descriptor names the file no more,
+    /// and that its number stays taken.
     @Test func aClosedCacheKeepsNoDescriptorOfItsFile() throws {
         let directory = TemporaryDirectory()
         let closed = try Cache(path: directory.path())
@@ -335,8 +335,8 @@ struct BasicOperationsTests {
     /// While another process opens, repairs or compacts a file (it holds the file's transition
     /// lock, for seconds in a recovery), opens of that file wait, without spinning, and the
     /// process's other opens and closes go on meanwhile; the opens that waited then share one
-    /// store. On Linux only: on Apple platforms an open waits holding the registry's lock.
-    @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors))
+    /// store.
+    @Test
     func otherOpensGoOnWhileOneWaitsForAnotherProcess() throws {
         let restartsBefore = OpenFileRegistry.shared.restartsAfterWaiting
         let directory = TemporaryDirectory()
@@ -379,7 +379,7 @@ struct BasicOperationsTests {
     /// An open that gives way to another process closes its descriptor once: a second close of
     /// the number would close whatever another thread opened under it meanwhile (a store's
     /// descriptor, dropping its locks, or a caller's file).
-    @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors))
+    @Test
     func anOpenGivingWayClosesItsDescriptorOnce() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
@@ -415,7 +415,7 @@ struct BasicOperationsTests {
 
     /// The same for a close that waits for another process's open: the process's opens and
     /// closes of other files go on, and an open of the closing file waits for the close.
-    @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors))
+    @Test
     func otherOpensGoOnWhileACloseWaitsForAnotherProcess() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()

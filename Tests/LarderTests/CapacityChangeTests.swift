@@ -238,11 +238,10 @@ struct CapacityChangeTests {
         #expect(try Cache(at: path).bytes(forKey: "written after") == [3])
     }
 
-    /// The same through an open that waits on its own descriptor for the lock (on Apple platforms
-    /// every open does; on Linux the registry waits elsewhere and starts over, but the check
-    /// still guards a rename between an open of the path and its lock).
-    /// (Linux only: elsewhere the test's own lock, the process's, would not make the open wait.)
-    @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors))
+    /// The same through an open that waits on its own descriptor for the lock (the registry
+    /// waits elsewhere and starts over, but the check still guards a rename between an open of
+    /// the path and its lock).
+    @Test
     func anOpenWaitingOnItsOwnDescriptorWhileTheFileWasReplacedOpensTheNewFile() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
@@ -266,7 +265,7 @@ struct CapacityChangeTests {
     /// A read-write open with a smaller capacity that saw a read-only handle of the file open in
     /// this process, then waited for another process, shrinks the file if the handle has closed
     /// by the time it starts over (and keeps the capacity while it is open: the control).
-    @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors), arguments: [false, true])
+    @Test(arguments: [false, true])
     func anOpenThatWaitedShrinksOnceTheOtherModeHasClosed(readerStaysOpen: Bool) throws {
         let directory = TemporaryDirectory()
         let path = directory.path()

@@ -608,8 +608,7 @@ struct DamagedFileTests {
     /// A clean file whose index segment is damaged, opened read-only while no read-write handle
     /// has it: an error at once, which says how to repair it, rather than a wait for a writer to
     /// change the meta page (none can while the reader opens); a read-write open then recovers it.
-    /// (Linux only: on Apple platforms a reader cannot tell that no writer has the file open.)
-    @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors))
+    @Test
     func aReadOnlyOpenOfADamagedIndexNoWriterCanChangeFailsAtOnce() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
@@ -628,10 +627,9 @@ struct DamagedFileTests {
     /// An odd index epoch that no writer will end (its writer died mid-change), met by a
     /// read-only handle that opened while another read-write handle had the file open, which
     /// could still be moving the key: its first miss waits out its patience; later misses do not
-    /// wait for the same change again, and hits are not held up at all. (Linux only: the other
-    /// handle is a lock of another descriptor of this process, which only locks that belong to
-    /// descriptors show.)
-    @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors))
+    /// wait for the same change again, and hits are not held up at all. (The other handle is a
+    /// lock of another descriptor of this process, which counts as another process's.)
+    @Test
     func aChangeOfADeadWriterHoldsUpOnlyTheFirstMissOfAReader() throws {
         try expectOneWaitForADeadWritersChange { (reader: Cache) throws in
             #expect(try reader.bytes(forKey: "absent") == nil)
@@ -644,9 +642,8 @@ struct DamagedFileTests {
 
     /// The same change met by a read-only handle that opened while no read-write handle had the
     /// file open: nothing can end or continue the change before a writer opens the file, so not
-    /// even the first miss waits. (Before, it waited out the readers' patience. Linux only, as
-    /// the test above.)
-    @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors))
+    /// even the first miss waits. (Before, it waited out the readers' patience.)
+    @Test
     func aChangeNoWriterCanEndHoldsUpNoMissOfAReader() throws {
         let (directory, reader, _) = try readerOfAFileWhoseWriterDiedMidChange(writerOpen: false)
         defer { _ = directory }
@@ -659,7 +656,7 @@ struct DamagedFileTests {
 
     /// The same dead writer's change, met by listings: a listing needs no settled epoch when the
     /// slots it reads hold still (a dead writer moves none), so it lists every key at once.
-    @Test(.enabled(if: FileDescriptor.locksBelongToDescriptors))
+    @Test
     func aListingOfADeadWritersFileListsEveryKeyAtOnce() throws {
         let (directory, reader, writer) = try readerOfAFileWhoseWriterDiedMidChange(writerOpen: true)
         defer {

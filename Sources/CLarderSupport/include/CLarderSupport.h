@@ -112,17 +112,18 @@ static inline void lrd_spin_pause(void) {
 
 /* Advisory byte-range lock on `fd` covering [start, start + 1).
  * Linux: open-file-description locks (F_OFD_SETLK), owned by the descriptor,
- * released when it closes or the process dies. Apple platforms: POSIX record
- * locks (F_SETLK), owned by the process.
+ * released when it closes or the process dies; or, when `process_owned` is set (tests run Apple
+ * platforms' locking that way), POSIX record locks. Apple platforms: POSIX record locks
+ * (F_SETLK), owned by the process, whatever `process_owned` says.
  * Returns 0, or an errno value (EAGAIN/EWOULDBLOCK/EACCES when `wait` is 0 and
  * another holder conflicts). */
 enum { LRD_UNLOCK = 0, LRD_LOCK_SHARED = 1, LRD_LOCK_EXCLUSIVE = 2 };
-int lrd_lock_byte(int fd, uint64_t start, int mode, int wait);
+int lrd_lock_byte(int fd, uint64_t start, int mode, int wait, int process_owned);
 
-/* Whether another holder (another open file description on Linux, another process elsewhere)
- * has a lock, shared or exclusive, on byte `start`: 1 or 0; or -errno. Takes no lock, so a
- * read-only descriptor may ask. */
-int lrd_byte_is_locked(int fd, uint64_t start);
+/* Whether another holder (another open file description on Linux, another process elsewhere
+ * and with `process_owned`) has a lock, shared or exclusive, on byte `start`: 1 or 0; or
+ * -errno. Takes no lock, so a read-only descriptor may ask. */
+int lrd_byte_is_locked(int fd, uint64_t start, int process_owned);
 
 /* The writer lock: one per cache file, in the file's shared-state page, excluding writers of
  * every process and thread. `area` points at LRD_WRITER_LOCK_SIZE bytes of the mapping.

@@ -181,8 +181,8 @@ final class CacheStore {
     /// Waits until no other process is opening, closing, repairing or compacting the file at
     /// `path` (a recovery or a compaction can take seconds), on a descriptor of its own that it
     /// then closes: an open that threw `LarderError.otherProcessInTransition` calls this before
-    /// it tries again. Only where locks belong to descriptors (Linux): on Apple platforms closing
-    /// any descriptor of a file drops every lock the process holds on it.
+    /// it tries again. (Where locks belong to the process, `ProcessLockTable` keeps this
+    /// descriptor's close from dropping the locks of the process's other stores of the file.)
     ///
     /// - Returns: false when it could not open the file to wait (gone or replaced meanwhile, which
     ///   the next attempt finds out; or refused for a reason that may last, which the caller
@@ -345,13 +345,8 @@ final class CacheStore {
                                                      : "the file in use by other processes is damaged")
             }
             // With no read-write handle on the file anywhere, nothing changes until a writer
-            // opens it (and ends any change it finds, 7.2): what the file says now stands. Known
-            // only where locks belong to descriptors: on Apple platforms a process never sees its
-            // own locks, and closing any descriptor of the file drops all of them.
-            var othersWrite = true
-            if FileDescriptor.locksBelongToDescriptors {
-                othersWrite = try descriptor.isLockedByOthers(byte: LockByte.writers)
-            }
+            // opens it (and ends any change it finds, 7.2): what the file says now stands.
+            let othersWrite = try descriptor.isLockedByOthers(byte: LockByte.writers)
             if !othersWrite && store.state.indexEpoch & 1 != 0 {
                 lrd_store_relaxed_u64(store.abandonedEpoch, store.state.indexEpoch)
             }

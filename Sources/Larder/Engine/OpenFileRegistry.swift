@@ -60,20 +60,16 @@ final class OpenFileRegistry: @unchecked Sendable {
     var restartsAfterWaiting: Int { lock.withLock { restarts } }
     private var restarts = 0
 
-    /// Waiting elsewhere closes a descriptor of the file afterwards, and a close outside the lock
-    /// runs beside other opens of its file's other mode, whose failures close descriptors too:
-    /// either would drop the locks of every store of the file in the process where locks belong
-    /// to the process (Apple platforms). There the process's opens and closes wait in turn.
-    private static let waitsOutsideLock = FileDescriptor.locksBelongToDescriptors
-
     /// The open store for `path`, opening it when this process does not have it open yet.
     ///
     /// Every open of the process runs under the registry's one lock, and every store stays
     /// registered until its close is done, so that two spellings of one path, or an open racing a
     /// close, never make two stores of one file. What waits for another process (an open while
-    /// another process recovers or compacts the file, which can take seconds; a close while
-    /// another process opens) waits outside that lock where it can, so that the process's opens
-    /// and closes of other files go on meanwhile.
+    /// another process, or another thread of this one, recovers or compacts the file, which can
+    /// take seconds; a close while another process opens) waits outside that lock, so that the
+    /// process's opens and closes of other files go on meanwhile. (Where locks belong to the
+    /// process, the descriptors that waiting opens and closes beside the file's other stores are
+    /// kept from dropping those stores' locks by `ProcessLockTable`.)
     func open(path: String, configuration: CacheStore.Configuration) throws(LarderError) -> Entry {
         // Kept across attempts: an attempt that could not shrink the file leaves it as it is.
         var configuration = configuration
@@ -105,7 +101,7 @@ final class OpenFileRegistry: @unchecked Sendable {
         let otherModeIsOpen = named.map { entries[$0.otherMode] != nil } ?? false
         var attempt = configuration
         attempt.mayReplaceFile = configuration.mayReplaceFile && !otherModeIsOpen
-        attempt.waitsForOtherProcesses = !Self.waitsOutsideLock
+        attempt.waitsForOtherProcesses = false
         // What the next attempt keeps is a shrink that failed, not the other mode's being open now.
         defer { if !otherModeIsOpen { configuration.mayReplaceFile = attempt.mayReplaceFile } }
         let store = try CacheStore.open(path: path, configuration: &attempt)
@@ -123,12 +119,6 @@ final class OpenFileRegistry: @unchecked Sendable {
         entry.users -= 1
         guard entry.users == 0 else {
             lock.unlock()
-            return
-        }
-        guard Self.waitsOutsideLock else {
-            defer { lock.unlock() }
-            entries[entry.key] = nil
-            try entry.lock.withWriteLock { () throws(LarderError) in try entry.store.close() }
             return
         }
         entry.isClosing = true

@@ -23,6 +23,9 @@ struct FileDescriptor {
             throw LarderError(.invalidArgument, "not a regular file", path: path)
         }
         if create && !readOnly { flags |= O_CREAT }
+        if lockOwner == .process, let reused = ProcessLockTable.shared.reuse(path: path, readOnly: readOnly) {
+            return FileDescriptor(rawValue: reused, path: path)
+        }
         do throws(LarderError) {
             #if canImport(Darwin)
             let fd = try SystemCall.retrying("open") { Darwin.open(path, flags, mode_t(permissions)) }
@@ -32,9 +35,10 @@ struct FileDescriptor {
             let fd = try SystemCall.retrying("open") { Musl.open(path, flags, mode_t(permissions)) }
             #endif
             if fstat(fd, &info) != 0 || (info.st_mode & S_IFMT) != S_IFREG {
-                FileDescriptor(rawValue: fd, path: path).close()
+                closeNumber(fd)
                 throw LarderError(.invalidArgument, "not a regular file")
             }
+            if lockOwner == .process { ProcessLockTable.shared.register(fd, readOnly: readOnly) }
             return FileDescriptor(rawValue: fd, path: path)
         } catch {
             throw error.at(path)
@@ -87,29 +91,47 @@ struct FileDescriptor {
         case unlock = 0, shared = 1, exclusive = 2
     }
 
-    /// Whether the locks of `lock(byte:_:wait:)` belong to this descriptor (Linux: open file
-    /// description locks) rather than to the process (elsewhere: closing any descriptor of the
-    /// file drops every lock the process holds on it).
+    /// Who owns the locks of `lock(byte:_:wait:)`.
+    enum LockOwner {
+        /// The open file description (Linux's `F_OFD_SETLK`): each descriptor's locks are its own.
+        case descriptor
+        /// The process (POSIX record locks, Apple platforms): every descriptor of a file shares
+        /// them, and closing any one drops them all. `ProcessLockTable` keeps them apart.
+        case process
+    }
+
+    /// The descriptor on Linux, the process elsewhere. Tests set `.process` on Linux, in a child
+    /// process before it opens any file, to run Apple platforms' locking where they run.
     #if os(Linux)
-    static let locksBelongToDescriptors = true
+    nonisolated(unsafe) static var lockOwner = LockOwner.descriptor
     #else
-    static let locksBelongToDescriptors = false
+    nonisolated(unsafe) static var lockOwner = LockOwner.process
     #endif
 
+    static var locksBelongToDescriptors: Bool { lockOwner == .descriptor }
+
     /// Sets the advisory lock on one byte of the file's lock space. Returns false when `wait` is
-    /// not set and another holder conflicts.
+    /// not set and another holder conflicts (where locks belong to the process, another
+    /// descriptor of the process's that holds the byte conflicts too).
     @discardableResult
     func lock(byte: UInt64, _ mode: LockMode, wait: Bool) throws(LarderError) -> Bool {
-        let rc = lrd_lock_byte(rawValue, byte, mode.rawValue, wait ? 1 : 0)
+        let rc = Self.locksBelongToDescriptors ? lrd_lock_byte(rawValue, byte, mode.rawValue, wait ? 1 : 0, 0)
+            : ProcessLockTable.shared.lock(rawValue, byte: byte, mode, wait: wait)
         if rc == 0 { return true }
-        if rc == EAGAIN || rc == EACCES || rc == EWOULDBLOCK { return false }
+        if rc == EAGAIN || rc == EACCES || rc == EWOULDBLOCK {
+            // A wait ends only in the lock (or an error): a conflict then is with the process itself.
+            guard wait else { return false }
+            throw LarderError(.busy, "another handle of this process holds the file's lock byte \(byte)", path: path)
+        }
         throw SystemCall.error("lock", errno: rc).at(path)
     }
 
     /// Whether another holder has `byte` locked, in either mode (asked, not taken: a read-only
-    /// descriptor may ask too).
+    /// descriptor may ask too). Where locks belong to the process, another descriptor of the
+    /// process's that holds the byte counts too.
     func isLockedByOthers(byte: UInt64) throws(LarderError) -> Bool {
-        let rc = lrd_byte_is_locked(rawValue, byte)
+        let rc = Self.locksBelongToDescriptors ? lrd_byte_is_locked(rawValue, byte, 0)
+            : ProcessLockTable.shared.isLockedByOthers(rawValue, byte: byte)
         if rc < 0 { throw SystemCall.error("query a lock", errno: -rc).at(path) }
         return rc == 1
     }
@@ -120,18 +142,35 @@ struct FileDescriptor {
     /// which may be long after the store closed and the process opened the file anew, would drop
     /// the new store's locks. A closing store retires its descriptor instead, under the
     /// registry's lock, while its mapping, which needs none, lives on. The number stays taken so
-    /// that nothing still holding it can reach a file opened later under the same number.
+    /// that nothing still holding it can reach a file opened later under the same number. (Where
+    /// the process has the file open on another descriptor meanwhile, the number goes on naming
+    /// the file until that one goes, and is pointed at `/dev/null` only then: `ProcessLockTable`.)
     func retire() {
-        _ = lrd_retire_descriptor(rawValue)
+        if Self.locksBelongToDescriptors {
+            _ = lrd_retire_descriptor(rawValue)
+        } else {
+            ProcessLockTable.shared.release(rawValue, closing: false)
+        }
     }
 
+    /// Closes the descriptor; where locks belong to the process and the process has the file open
+    /// on another descriptor, only once that one goes (`ProcessLockTable`).
     func close() {
+        if Self.locksBelongToDescriptors {
+            Self.closeNumber(rawValue)
+        } else {
+            ProcessLockTable.shared.release(rawValue, closing: true)
+        }
+    }
+
+    /// `close(2)`, for a number that is closed for good.
+    static func closeNumber(_ descriptor: Int32) {
         #if canImport(Darwin)
-        _ = Darwin.close(rawValue)
+        _ = Darwin.close(descriptor)
         #elseif canImport(Glibc)
-        _ = Glibc.close(rawValue)
+        _ = Glibc.close(descriptor)
         #else
-        _ = Musl.close(rawValue)
+        _ = Musl.close(descriptor)
         #endif
     }
 }
