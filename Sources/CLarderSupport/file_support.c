@@ -68,9 +68,22 @@ int lrd_byte_is_locked(int fd, uint64_t start, int process_owned) {
     }
 }
 
+/* /dev/null, opened once: a retirement then needs no free descriptor, and so cannot fail for
+ * want of one (a failed retirement would leave the number naming the file, to be closed later,
+ * dropping the process's locks where they belong to the process). */
+static int null_descriptor = -1;
+static pthread_once_t null_once = PTHREAD_ONCE_INIT;
+
+static void open_null(void) { null_descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+void lrd_prepare_retirement(void) { pthread_once(&null_once, open_null); }
+
 int lrd_retire_descriptor(int fd) {
-    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null < 0) return errno;
+    lrd_prepare_retirement();
+    int null = null_descriptor;
+    /* Closed by the program since (a daemon closing every descriptor): a fresh one, this once. */
+    int own = null < 0 || fcntl(null, F_GETFD) < 0;
+    if (own && (null = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) return errno;
     int rc = 0;
     while (dup2(null, fd) < 0) {
         if (errno != EINTR && errno != EBUSY) {
@@ -80,7 +93,7 @@ int lrd_retire_descriptor(int fd) {
     }
     /* dup2 does not carry close-on-exec over (Apple platforms have no dup3). */
     if (rc == 0) (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-    close(null);
+    if (own) close(null);
     return rc;
 }
 

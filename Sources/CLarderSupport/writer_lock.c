@@ -14,39 +14,7 @@
  * offset 120 (used only where there are no robust mutexes). */
 #define HELD_OFFSET 120
 
-#if defined(__linux__)
-_Static_assert(sizeof(pthread_mutex_t) <= HELD_OFFSET, "pthread_mutex_t must fit the lock area");
-
-int lrd_writer_lock_init(void *area) {
-    memset(area, 0, LRD_WRITER_LOCK_SIZE);
-    pthread_mutexattr_t attr;
-    int rc = pthread_mutexattr_init(&attr);
-    if (rc) return rc;
-    if ((rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED)) == 0 &&
-        (rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST)) == 0) {
-        rc = pthread_mutex_init((pthread_mutex_t *)area, &attr);
-    }
-    pthread_mutexattr_destroy(&attr);
-    return rc;
-}
-
-int lrd_writer_lock(void *area, int fd) {
-    (void)fd;
-    int rc = pthread_mutex_lock((pthread_mutex_t *)area);
-    if (rc == 0) return LRD_LOCK_ACQUIRED;
-    if (rc == EOWNERDEAD) return LRD_LOCK_OWNER_DIED;
-    return -rc;
-}
-
-void lrd_writer_lock_consistent(void *area) {
-    pthread_mutex_consistent((pthread_mutex_t *)area);
-}
-
-void lrd_writer_unlock(void *area, int fd) {
-    (void)fd;
-    pthread_mutex_unlock((pthread_mutex_t *)area);
-}
-#else
+/* The record-lock writer lock (Apple platforms): byte LRD_WRITER_LOCK_BYTE, and the held word. */
 static int lock_byte(int fd, short type) {
     struct flock fl;
     memset(&fl, 0, sizeof fl);
@@ -67,12 +35,7 @@ static int lock_byte(int fd, short type) {
     }
 }
 
-int lrd_writer_lock_init(void *area) {
-    memset(area, 0, LRD_WRITER_LOCK_SIZE);
-    return 0;
-}
-
-int lrd_writer_lock(void *area, int fd) {
+static int record_lock(void *area, int fd) {
     int rc = lock_byte(fd, F_WRLCK);
     if (rc) return -rc;
     uint64_t *held = (uint64_t *)((char *)area + HELD_OFFSET);
@@ -82,13 +45,65 @@ int lrd_writer_lock(void *area, int fd) {
     return died ? LRD_LOCK_OWNER_DIED : LRD_LOCK_ACQUIRED;
 }
 
-void lrd_writer_lock_consistent(void *area) { (void)area; }
-
-void lrd_writer_unlock(void *area, int fd) {
+static void record_unlock(void *area, int fd) {
     uint64_t *held = (uint64_t *)((char *)area + HELD_OFFSET);
     __atomic_store_n(held, 0, __ATOMIC_RELEASE);
     lock_byte(fd, F_UNLCK);
 }
+
+#if defined(__linux__)
+_Static_assert(sizeof(pthread_mutex_t) <= HELD_OFFSET, "pthread_mutex_t must fit the lock area");
+
+/* Set by tests only, before any file is opened: Apple platforms' writer lock, on Linux. */
+static int use_record_lock = 0;
+
+void lrd_use_record_writer_lock(int on) { use_record_lock = on; }
+
+int lrd_writer_lock_init(void *area) {
+    memset(area, 0, LRD_WRITER_LOCK_SIZE);
+    pthread_mutexattr_t attr;
+    int rc = pthread_mutexattr_init(&attr);
+    if (rc) return rc;
+    if ((rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED)) == 0 &&
+        (rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST)) == 0) {
+        rc = pthread_mutex_init((pthread_mutex_t *)area, &attr);
+    }
+    pthread_mutexattr_destroy(&attr);
+    return rc;
+}
+
+int lrd_writer_lock(void *area, int fd) {
+    if (use_record_lock) return record_lock(area, fd);
+    int rc = pthread_mutex_lock((pthread_mutex_t *)area);
+    if (rc == 0) return LRD_LOCK_ACQUIRED;
+    if (rc == EOWNERDEAD) return LRD_LOCK_OWNER_DIED;
+    return -rc;
+}
+
+void lrd_writer_lock_consistent(void *area) {
+    if (!use_record_lock) pthread_mutex_consistent((pthread_mutex_t *)area);
+}
+
+void lrd_writer_unlock(void *area, int fd) {
+    if (use_record_lock) {
+        record_unlock(area, fd);
+    } else {
+        pthread_mutex_unlock((pthread_mutex_t *)area);
+    }
+}
+#else
+void lrd_use_record_writer_lock(int on) { (void)on; }
+
+int lrd_writer_lock_init(void *area) {
+    memset(area, 0, LRD_WRITER_LOCK_SIZE);
+    return 0;
+}
+
+int lrd_writer_lock(void *area, int fd) { return record_lock(area, fd); }
+
+void lrd_writer_lock_consistent(void *area) { (void)area; }
+
+void lrd_writer_unlock(void *area, int fd) { record_unlock(area, fd); }
 #endif
 
 int lrd_process_exists(int64_t pid) {

@@ -183,6 +183,29 @@ struct BasicOperationsTests {
         #expect(try Cache(path: directory.path()).bytes(forKey: "b") == [2])
     }
 
+    #if os(Linux)
+    /// The same with every descriptor number of the process taken: the retirement needs no
+    /// descriptor of its own, which it could not have (a retirement that failed would leave the
+    /// number naming the file, to be closed when the object goes).
+    @Test(.failsIfItHangs) func aClosingCacheRetiresItsDescriptorWithNoDescriptorFree() async throws {
+        let directory = TemporaryDirectory()
+        await #expect(processExitsWith: .success) { [path = directory.path() as String] in
+            let cache = try Cache(path: path)
+            try cache.set([1], forKey: "a")
+            let number = cache.store.file.descriptor.rawValue
+            var limit = rlimit()
+            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            limit.rlim_cur = min(limit.rlim_cur, 4096)
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            while open("/dev/null", O_RDONLY) >= 0 {}
+            guard errno == EMFILE else { exit(2) }
+            try cache.close()
+            var after = stat()
+            guard fstat(number, &after) == 0, after.st_mode & S_IFMT == S_IFCHR else { exit(1) }
+        }
+    }
+    #endif
+
     @Test func syncKeepsEverythingReadable() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())

@@ -6,7 +6,8 @@ import Testing
 
 /// Apple platforms' record locks belong to the process: every descriptor of a file shares them,
 /// and closing any one drops them all (`ProcessLockTable`). Linux's POSIX record locks behave
-/// the same, so each test runs in a child process that takes its locks that way, and watches
+/// the same, so each test runs in a child process that takes its locks that way (its writer lock
+/// too: a record lock on byte 2, as on Apple platforms, not Linux's mutex), and watches
 /// them through a descriptor of its own holding open-file-description locks, which conflict
 /// with the process's record locks as another process's would. The probe is never closed before
 /// the end: closing it would drop the process's record locks on the file. (Linux only: it has
@@ -168,6 +169,39 @@ struct ProcessOwnedLockTests {
         #expect(FileManager.default.fileExists(atPath: otherDone), "another file's open and close waited for this file's lock")
         holder.close()
         report(await child)
+    }
+
+    /// Apple platforms' writer lock (a record lock on byte 2, and the held word in the file): a
+    /// writer that dies holding it leaves the word set, and the next writer, to whom the kernel
+    /// gives the lock, repairs what the dead one left half done. (The test process keeps the
+    /// file open, writing nothing, so that the second child is not its sole writer, which would
+    /// recover at its open instead.)
+    @Test(.failsIfItHangs) func aWriterThatDiesHoldingTheRecordLockIsRepairedByTheNext() async throws {
+        let directory = TemporaryDirectory()
+        let path = try closedCacheFile(in: directory)
+        let bystander = try Cache(path: path)
+
+        await #expect(processExitsWith: .signal(SIGKILL)) { [path = path as String] in
+            FileDescriptor.lockOwner = .process
+            let cache = try Cache(path: path)
+            for key in 0..<100 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+            let store = cache.entry.store
+            try store.withWriterLock { () throws(LarderError) in
+                store.state.entryCount = 12_345
+                kill(getpid(), SIGKILL)
+            }
+        }
+        report(await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) { [path = path as String] in
+            let probe = LockProbe(switchingToProcessOwnedLocksOn: path)
+            let cache = try Cache(path: path)
+            try cache.set([1], forKey: "after")
+            probe.expect(cache.stats.recoveries == 1, "\(cache.stats.recoveries) recoveries")
+            probe.expect(cache.count == 101, "\(cache.count) entries")
+            probe.expect(try cache.bytes(forKey: "k99").flatMap { VersionedValue.check($0, key: 99) } == 1, "k99 lost")
+            try cache.close()
+        })
+        try bystander.close()
+        #expect(try Cache(path: path).count == 101)
     }
 
     /// A read-write open beside the process's own read-only store is a sole writer (no other

@@ -132,8 +132,11 @@ int lrd_byte_is_locked(int fd, uint64_t start, int process_owned);
  * lrd_writer_lock_consistent. Elsewhere: an fcntl lock on byte LRD_WRITER_LOCK_BYTE of `fd`
  * plus an in-area "held" word, which tells the next holder that the previous one died while
  * holding it (the kernel drops the fcntl lock of a dead process). Threads of one process must
- * serialize among themselves before calling these (POSIX record locks belong to the process). */
+ * serialize among themselves before calling these (POSIX record locks belong to the process).
+ * Tests on Linux may take the second kind with lrd_use_record_writer_lock(1), in a process that
+ * has no file open yet (a no-op elsewhere). */
 enum { LRD_WRITER_LOCK_SIZE = 128, LRD_WRITER_LOCK_BYTE = 2 };
+void lrd_use_record_writer_lock(int on);
 enum { LRD_LOCK_ACQUIRED = 0, LRD_LOCK_OWNER_DIED = 1 };
 /* Formats the area. Only when no other process can be using it. Returns 0 or an errno value. */
 int lrd_writer_lock_init(void *area);
@@ -185,8 +188,10 @@ static inline void lrd_set_has_error_message(int has) { lrd_thread_has_error_mes
 int lrd_process_exists(int64_t pid);
 
 /* Closes the file `fd` names while keeping the number taken: it names /dev/null afterwards, until
- * it is closed. Returns 0 or an errno value (the file then stays open). */
+ * it is closed. Returns 0 or an errno value (the file then stays open). Needs no free descriptor
+ * once lrd_prepare_retirement has run (it opens /dev/null, once per process). */
 int lrd_retire_descriptor(int fd);
+void lrd_prepare_retirement(void);
 
 /* Reserve disk blocks for [offset, offset + length) so that later writes
  * through the map cannot fail with SIGBUS on a full disk. Extends the file

@@ -16,9 +16,9 @@ final class CacheStore {
         var pageSize: Int
         var readOnly: Bool
         var permissions: UInt16
-        /// False while this process has the file open in the other mode: then even an open that
-        /// is alone with the file by its locks (Apple platforms: locks belong to the process)
-        /// must not rename a smaller copy over it.
+        /// False while this process has the file open in the other mode: then no open may
+        /// rename a smaller copy over it. (Its locks tell it that it is not alone with the file
+        /// too; this says so before any lock is taken.)
         var mayReplaceFile = true
         /// False: an open that would wait for another process to finish opening, closing,
         /// repairing or compacting the file throws `LarderError.otherProcessInTransition` instead,
@@ -204,9 +204,9 @@ final class CacheStore {
         /// The path named another file by the time this attempt had the file's locks, or this
         /// attempt replaced the file with a smaller one.
         case again
-        /// This attempt could not replace the file with a smaller one. It starts over from the
-        /// locks, not from where it was: on Apple platforms the copy's reading descriptor, once
-        /// closed, took this process's locks on the file with it.
+        /// This attempt could not replace the file with a smaller one. It has given its
+        /// descriptor and locks up; the next attempt starts over from the path and keeps the
+        /// file's capacity.
         case againKeepingCapacity
     }
 

@@ -202,8 +202,8 @@ extension FileInspector {
         }
         let attributes = FileAttributes(permissions: UInt16(truncatingIfNeeded: info.st_mode & 0o7777),
                                         owner: (UInt32(info.st_uid), UInt32(info.st_gid)))
-        // On Apple platforms locks belong to the process and closing any descriptor of the file
-        // drops them, so the inspector's descriptor stays open until the rename is done.
+        // The inspector's descriptor stays open until the rename is done, as the locks are held
+        // on `descriptor` (where locks belong to the process, `ProcessLockTable` would park it).
         let inspector = try FileInspector(path: target)
         return try withExtendedLifetime(inspector) { () throws(LarderError) in
             // A fixed name: the locks keep others out, and a copy a crash left is replaced.

@@ -92,7 +92,8 @@ final class ProcessLockTable: @unchecked Sendable {
     /// A descriptor of the file at `path` that the process gave up while it had the file open on
     /// another, opened in the same mode, taken up again (registered as in use): so that opens and
     /// closes beside an open store, such as an open's repeated waits for another process, do not
-    /// pile up descriptors. Nil when there is none.
+    /// pile up descriptors. Nil when there is none. (The file's permissions are not asked again:
+    /// a process that has the file open in that mode already keeps its right to it.)
     func reuse(path: String, readOnly: Bool) -> Int32? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
@@ -131,9 +132,14 @@ final class ProcessLockTable: @unchecked Sendable {
     func lock(_ descriptor: Int32, byte: UInt64, _ mode: FileDescriptor.LockMode, wait: Bool) -> Int32 {
         condition.lock()
         while true {
-            guard let id = fileOfDescriptor[descriptor], var file = files[id], file.open.contains(descriptor) else {
+            guard let id = fileOfDescriptor[descriptor], var file = files[id] else {
                 condition.unlock()
                 return lrd_lock_byte(descriptor, byte, mode.rawValue, wait ? 1 : 0, 1)
+            }
+            guard file.open.contains(descriptor) else {
+                // Given up (parked): its lock calls would change its siblings' locks.
+                condition.unlock()
+                return EBADF
             }
             let siblings = file.strongest(on: byte, besides: descriptor)
             if mode != .unlock && (siblings == .exclusive || (mode == .exclusive && siblings != .unlock)
@@ -161,9 +167,9 @@ final class ProcessLockTable: @unchecked Sendable {
                     condition.lock()
                     files[id]?.waitingFor[descriptor] = nil
                     condition.broadcast()
-                    guard let current = files[id] else {
-                        // Its descriptor was closed by another thread meanwhile (a misuse).
-                        if rc == 0 { _ = lrd_lock_byte(descriptor, byte, before.rawValue, 0, 1) }
+                    guard let current = files[id], current.open.contains(descriptor) else {
+                        // Given up by another thread meanwhile (a misuse): what the kernel
+                        // granted goes with the descriptor, whose number may be another's now.
                         condition.unlock()
                         return EBADF
                     }

@@ -39,6 +39,8 @@ struct FileDescriptor {
                 throw LarderError(.invalidArgument, "not a regular file")
             }
             if lockOwner == .process { ProcessLockTable.shared.register(fd, readOnly: readOnly) }
+            // Its retirement, should it come, then needs no descriptor of its own.
+            lrd_prepare_retirement()
             return FileDescriptor(rawValue: fd, path: path)
         } catch {
             throw error.at(path)
@@ -101,9 +103,12 @@ struct FileDescriptor {
     }
 
     /// The descriptor on Linux, the process elsewhere. Tests set `.process` on Linux, in a child
-    /// process before it opens any file, to run Apple platforms' locking where they run.
+    /// process before it opens any file, to run Apple platforms' locking where they run: the
+    /// writer lock too then becomes Apple platforms' (a record lock on byte 2, not a mutex).
     #if os(Linux)
-    nonisolated(unsafe) static var lockOwner = LockOwner.descriptor
+    nonisolated(unsafe) static var lockOwner = LockOwner.descriptor {
+        didSet { lrd_use_record_writer_lock(lockOwner == .process ? 1 : 0) }
+    }
     #else
     nonisolated(unsafe) static var lockOwner = LockOwner.process
     #endif
@@ -140,8 +145,8 @@ struct FileDescriptor {
     /// belong to the process (Apple platforms), closing any descriptor of a file drops every lock
     /// the process holds on it: a store's descriptor closed only when its last `Cache` goes away,
     /// which may be long after the store closed and the process opened the file anew, would drop
-    /// the new store's locks. A closing store retires its descriptor instead, under the
-    /// registry's lock, while its mapping, which needs none, lives on. The number stays taken so
+    /// the new store's locks. A closing store retires its descriptor instead, before the
+    /// registry forgets it, while its mapping, which needs none, lives on. The number stays taken so
     /// that nothing still holding it can reach a file opened later under the same number. (Where
     /// the process has the file open on another descriptor meanwhile, the number goes on naming
     /// the file until that one goes, and is pointed at `/dev/null` only then: `ProcessLockTable`.)
