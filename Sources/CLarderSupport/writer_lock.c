@@ -14,27 +14,8 @@
  * offset 120 (used only where there are no robust mutexes). */
 #define HELD_OFFSET 120
 
-/* The record-lock writer lock (Apple platforms): byte LRD_WRITER_LOCK_BYTE, and the held word. */
-static int lock_byte(int fd, short type) {
-    struct flock fl;
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = type;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = LRD_WRITER_LOCK_BYTE;
-    fl.l_len = 1;
-    for (;;) {
-        if (fcntl(fd, F_SETLKW, &fl) == 0) return 0;
-        if (errno == EINTR) continue;
-        /* A false deadlock: record locks' check looks at processes, not threads (see
-         * lrd_lock_byte). */
-        if (errno == EDEADLK) {
-            usleep(1000);
-            continue;
-        }
-        return errno;
-    }
-}
-
+/* The record-lock writer lock (Apple platforms): byte LRD_WRITER_LOCK_BYTE, waited for, and the
+ * held word. */
 /* Out of line and cold on Linux, where only tests take it, so that the mutex's path stays as
  * short as it was. */
 #if defined(__linux__)
@@ -44,7 +25,7 @@ static int lock_byte(int fd, short type) {
 #endif
 
 RECORD_LOCK_PATH static int record_lock(void *area, int fd) {
-    int rc = lock_byte(fd, F_WRLCK);
+    int rc = lrd_lock_byte(fd, LRD_WRITER_LOCK_BYTE, LRD_LOCK_EXCLUSIVE, 1, 1);
     if (rc) return -rc;
     uint64_t *held = (uint64_t *)((char *)area + HELD_OFFSET);
     /* Still set: its last holder died between lock and unlock. */
@@ -56,7 +37,7 @@ RECORD_LOCK_PATH static int record_lock(void *area, int fd) {
 RECORD_LOCK_PATH static void record_unlock(void *area, int fd) {
     uint64_t *held = (uint64_t *)((char *)area + HELD_OFFSET);
     __atomic_store_n(held, 0, __ATOMIC_RELEASE);
-    lock_byte(fd, F_UNLCK);
+    (void)lrd_lock_byte(fd, LRD_WRITER_LOCK_BYTE, LRD_UNLOCK, 1, 1);
 }
 
 #if defined(__linux__)

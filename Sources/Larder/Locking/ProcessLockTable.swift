@@ -64,8 +64,6 @@ final class ProcessLockTable: @unchecked Sendable {
         var held: [Int32: [UInt64: FileDescriptor.LockMode]] = [:]
         var waitingFor: [Int32: UInt64] = [:]
         var parked: [Int32: Parked] = [:]
-        /// The descriptors opened read-only, for reuse in the same mode.
-        var readOnly: Set<Int32> = []
 
         /// The strongest lock on `byte` among the descriptors other than `descriptor`.
         func strongest(on byte: UInt64, besides descriptor: Int32) -> FileDescriptor.LockMode {
@@ -100,7 +98,7 @@ final class ProcessLockTable: @unchecked Sendable {
         let id = FileID(info)
         return condition.withLock {
             guard var file = files[id],
-                  let reused = file.parked.first(where: { $0.value == .close && file.readOnly.contains($0.key) == readOnly })?.key
+                  let reused = file.parked.first(where: { $0.value == .close && Self.isReadOnly($0.key) == readOnly })?.key
             else { return nil }
             file.parked[reused] = nil
             file.open.insert(reused)
@@ -109,14 +107,17 @@ final class ProcessLockTable: @unchecked Sendable {
         }
     }
 
+    private static func isReadOnly(_ descriptor: Int32) -> Bool {
+        fcntl(descriptor, F_GETFL) & O_ACCMODE == O_RDONLY
+    }
+
     /// Registers a descriptor just opened.
-    func register(_ descriptor: Int32, readOnly: Bool) {
+    func register(_ descriptor: Int32) {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return }
         let id = FileID(info)
         condition.withLock {
             files[id, default: File()].open.insert(descriptor)
-            if readOnly { files[id]?.readOnly.insert(descriptor) }
             fileOfDescriptor[descriptor] = id
         }
     }

@@ -38,7 +38,7 @@ struct FileDescriptor {
                 closeNumber(fd)
                 throw LarderError(.invalidArgument, "not a regular file")
             }
-            if lockOwner == .process { ProcessLockTable.shared.register(fd, readOnly: readOnly) }
+            if lockOwner == .process { ProcessLockTable.shared.register(fd) }
             // Its retirement, should it come, then needs no descriptor of its own.
             lrd_prepare_retirement()
             return FileDescriptor(rawValue: fd, path: path)
