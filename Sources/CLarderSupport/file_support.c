@@ -78,6 +78,16 @@ static void open_null(void) { null_descriptor = open("/dev/null", O_RDONLY | O_C
 
 void lrd_prepare_retirement(void) { pthread_once(&null_once, open_null); }
 
+void lrd_fill_standard_descriptors(void) {
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        /* open takes the lowest free number: this one, unless another thread took it first. */
+        int null = open("/dev/null", O_RDONLY);
+        if (null < 0) return;
+        if (null > 2) close(null);
+    }
+}
+
 int lrd_retire_descriptor(int fd) {
     lrd_prepare_retirement();
     int null = null_descriptor;

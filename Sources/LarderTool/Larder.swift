@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 @_spi(Inspection) import Larder
 
 /// `larder`: look into, query and repair Larder cache files, the way `sqlite3` and
@@ -23,6 +24,19 @@ struct LarderCommand: ParsableCommand {
         subcommands: [Info.self, Dump.self, Get.self, Put.self, Delete.self, Clear.self, Trim.self,
                       Verify.self, Recover.self, Compact.self]
     )
+
+    /// Checks what the parser cannot see before it runs: an argument that is not UTF-8 would
+    /// reach a command with its bad bytes replaced (another key, another file name), and a
+    /// closed standard output would be the number the cache file is opened under.
+    static func main() {
+        Output.claimStandardOutput()
+        for position in 1..<Int(CommandLine.argc) {
+            guard let argument = CommandLine.unsafeArgv[position], String(validatingCString: argument) == nil else { continue }
+            Output.error("argument \(position) is not UTF-8 text; give a binary key with --hex-key")
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        }
+        main(nil)
+    }
 }
 
 /// The cache file every command takes first.
@@ -38,6 +52,11 @@ struct KeyArgument: ParsableArguments {
 
     @Flag(name: .customLong("hex-key"), help: "Read KEY as hexadecimal bytes (for binary keys).")
     var hexKey = false
+
+    /// Refused before the command runs, so that the usage shown is the command's.
+    func validate() throws {
+        _ = try bytes()
+    }
 
     /// The key's bytes; a usage error when they are not a possible key.
     func bytes() throws -> [UInt8] {

@@ -8,16 +8,30 @@ import Foundation
 /// any text around it come out in the order they were written.
 enum Output {
     /// A buffered stream of its own on descriptor 1 (C's `stdout` is a global Swift 6 will not
-    /// share across isolation domains); `exit` flushes it like any other stream.
-    nonisolated(unsafe) private static let stream = fdopen(STDOUT_FILENO, "w")
+    /// share across isolation domains); `exit` flushes it like any other stream. Nil when the
+    /// tool was started with its standard output closed.
+    nonisolated(unsafe) private static var stream: UnsafeMutablePointer<FILE>?
+    /// Why a write first failed (`errno`), for `finish`.
+    nonisolated(unsafe) private static var writeError: Int32 = 0
 
+    /// Takes descriptor 1 as it was when the tool started. Called first thing: were it closed,
+    /// the first file the tool opens would get its number, and what the tool prints would be
+    /// written into that file (the library then fills the numbers 0 to 2 with /dev/null).
+    static func claimStandardOutput() {
+        if fcntl(STDOUT_FILENO, F_GETFD) != -1 { stream = fdopen(STDOUT_FILENO, "w") }
+    }
 
     static func print(_ text: String) {
         write(Array((text + "\n").utf8))
     }
 
     static func write(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { _ = fwrite($0.baseAddress, 1, $0.count, stream) }
+        guard let stream else {
+            if writeError == 0 { writeError = EBADF }
+            return
+        }
+        let written = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, stream) }
+        if written < bytes.count && writeError == 0 { writeError = errno }
     }
 
     /// An error line on stderr: `larder: message`.
@@ -27,7 +41,16 @@ enum Output {
     }
 
     static func flush() {
-        fflush(stream)
+        if let stream { fflush(stream) }
+    }
+
+    /// Writes out what is buffered; throws when any of the output was not written (a full disk,
+    /// a closed standard output): a command whose output is lost has not succeeded.
+    static func finish() throws(LarderError) {
+        if let stream, fflush(stream) != 0 && writeError == 0 { writeError = errno }
+        if writeError != 0 {
+            throw LarderError(.io, "cannot write the output: \(String(cString: strerror(writeError)))")
+        }
     }
 
     /// Whether stderr is a terminal (progress bars are drawn only there).
@@ -46,7 +69,7 @@ enum ExitStatus {
 func reportingErrors(_ body: () throws -> Void) throws {
     do {
         try body()
-        Output.flush()
+        try Output.finish()
     } catch let error as LarderError {
         Output.error(describe(error))
         throw ExitStatus.failed

@@ -40,8 +40,7 @@ extension LarderCommand {
             let keyBytes = try key.bytes()
             let value: Data
             do {
-                value = source == "-" ? FileHandle.standardInput.readDataToEndOfFile()
-                                      : try Data(contentsOf: URL(fileURLWithPath: source))
+                value = source == "-" ? try Self.readStandardInput() : try Data(contentsOf: URL(fileURLWithPath: source))
             } catch {
                 Output.error("\(source): cannot read the value (\(error.localizedDescription))")
                 throw ExitStatus.failed
@@ -54,6 +53,22 @@ extension LarderCommand {
                 let cache = try Cache(path: cacheFile.file, options: options)
                 try cache.set(value, forKey: keyBytes, expiry: ttl.map { .seconds($0) }, compression: lz4 ? .lz4 : Compression.none)
                 try cache.close()
+            }
+        }
+
+        /// All of standard input, or the reason it could not be read (a directory, a closed
+        /// descriptor), in the system's words.
+        private static func readStandardInput() throws -> Data {
+            var value = Data()
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { Foundation.read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                if count == 0 { return value }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: String(cString: strerror(errno))])
+                }
+                value.append(contentsOf: chunk[..<count])
             }
         }
     }

@@ -206,6 +206,23 @@ struct BasicOperationsTests {
     }
     #endif
 
+    /// A program that closed its standard output, then prints: the cache file, opened after the
+    /// close, must not be what descriptor 1 names (SQLite's lesson, its robust_open).
+    @Test(.failsIfItHangs) func aCacheIsNeverOpenedAsStandardOutput() async throws {
+        let directory = TemporaryDirectory()
+        await #expect(processExitsWith: .success) { [path = directory.path() as String] in
+            try Cache(path: path).set([1, 2, 3], forKey: "a")
+            close(STDOUT_FILENO)
+            let cache = try Cache(path: path)
+            // Exit statuses, as the child's output is what is at stake: 1 the number, 3 the value.
+            if cache.store.file.descriptor.rawValue <= 2 { exit(1) }
+            let garbage = [UInt8](repeating: 0x41, count: 256)
+            _ = garbage.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+            try cache.close()
+            if try Cache(path: path).bytes(forKey: "a") != [1, 2, 3] { exit(3) }
+        }
+    }
+
     @Test func syncKeepsEverythingReadable() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())

@@ -61,6 +61,26 @@ enum Larder {
                    stderr: String(decoding: try Data(contentsOf: URL(fileURLWithPath: paths[2])), as: UTF8.self))
     }
 
+    /// Runs `script` with /bin/sh, `$0` being the tool: for what `run` cannot arrange (a
+    /// closed or full standard output, an argument that is not UTF-8).
+    static func shell(_ script: String, _ arguments: [String] = []) throws -> Run {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("larder-shell-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let errors = scratch.appendingPathComponent("err")
+        guard FileManager.default.createFile(atPath: errors.path, contents: nil) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: errors.path])
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script, executable.path] + arguments
+        process.standardError = FileHandle(forWritingAtPath: errors.path)
+        try process.run()
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, stdoutData: Data(),
+                   stderr: String(decoding: try Data(contentsOf: errors), as: UTF8.self))
+    }
+
     /// Runs the tool and checks its exit status and, when given, its whole stdout.
     @discardableResult
     static func expect(_ arguments: [String], input: Data = Data(), status: Int32 = 0, stdout: String? = nil,

@@ -193,6 +193,13 @@ int lrd_process_exists(int64_t pid);
 int lrd_retire_descriptor(int fd);
 void lrd_prepare_retirement(void);
 
+/* Opens /dev/null on each of the descriptor numbers 0, 1 and 2 that is closed, to stay open for
+ * the process's life. Called before a cache file is opened: a program that closed its standard
+ * output would otherwise have the file opened under number 1, and what it (or any library it
+ * uses) then prints would be written into the cache file, as SQLite learned (its robust_open).
+ * Writes to a number filled this way fail, as they did while it was closed. */
+void lrd_fill_standard_descriptors(void);
+
 /* Reserve disk blocks for [offset, offset + length) so that later writes
  * through the map cannot fail with SIGBUS on a full disk. Extends the file
  * when the range ends past it. Returns 0 or an errno value. */

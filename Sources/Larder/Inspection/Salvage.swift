@@ -44,9 +44,18 @@ extension FileInspector {
     /// `outputPath` is either the old file or the whole new one, never half of it. An entry the
     /// new file refuses as too large is left out; any other failure to write (a full disk)
     /// leaves `outputPath` as it was and throws.
+    ///
+    /// - Throws: `.invalidArgument` when `outputPath` names the file being read, under any
+    ///   spelling (a relative path, a symbolic or hard link): renaming a new file over it would
+    ///   take it from under the processes that have it open, with their locks (`compact(path:capacity:progress:)` is
+    ///   the rebuild in place, which waits for them).
     public func salvage(into outputPath: String, capacity: Int? = nil, permissions: UInt16 = 0o600,
                         progress: ((Int, Int) -> Void)? = nil) throws(LarderError) -> SalvageReport {
-        try salvage(into: outputPath, capacity: capacity, attributes: .init(permissions: permissions),
+        if try file.descriptor.isStillLinked(at: outputPath) {
+            throw LarderError(.invalidArgument, "the output is the file being read; compacting rebuilds a file in place",
+                              path: outputPath)
+        }
+        return try salvage(into: outputPath, capacity: capacity, attributes: .init(permissions: permissions),
                     temporary: outputPath + ".larder-tmp-\(getpid())", progress: progress)
     }
 

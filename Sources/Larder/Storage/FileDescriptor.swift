@@ -26,6 +26,7 @@ struct FileDescriptor {
         if lockOwner == .process, let reused = ProcessLockTable.shared.reuse(path: path, readOnly: readOnly) {
             return FileDescriptor(rawValue: reused, path: path)
         }
+        lrd_fill_standard_descriptors()
         do throws(LarderError) {
             #if canImport(Darwin)
             let fd = try SystemCall.retrying("open") { Darwin.open(path, flags, mode_t(permissions)) }
