@@ -53,6 +53,24 @@ struct CapacityChangeTests {
         #expect(try Cache(path: path).capacity == 4 << 20)
     }
 
+    /// Options no open may use are refused on every open: also when the process has the file
+    /// open already (before, the second handle was handed out unchecked), and a capacity too
+    /// small for the page size asked for also for an existing file.
+    @Test func impossibleOptionsAreRefusedOnEveryOpen() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let first = try Cache(path: path)
+        for options in [Cache.Options(pageSize: 1000), Cache.Options(capacity: .kilobytes(32)),
+                        Cache.Options(capacity: .bytes(-1)), Cache.Options(capacity: .gigabytes(1 << 34 + 1))] {
+            #expect(errorCode { _ = try Cache(path: path, options: options) } == .invalidArgument)
+        }
+        try first.close()
+        #expect(errorCode { _ = try Cache(path: path, options: .init(capacity: .kilobytes(32))) } == .invalidArgument)
+        // A size that does not fit an Int is not taken for a smaller one.
+        #expect(ByteCount.gigabytes(1 << 34 + 1).bytes == Int.max)
+        #expect(ByteCount.kilobytes(-2).bytes == -2048)
+    }
+
     @Test func aSmallerCapacityKeepsTheNewestEntriesThatFit() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()

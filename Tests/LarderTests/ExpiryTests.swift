@@ -19,6 +19,20 @@ struct ExpiryTests {
         #expect(try cache.bytes(forKey: "forever") == [3])
     }
 
+    /// NaN is no time: the write is refused and the value stored before stays (before, an entry
+    /// expired at once replaced it).
+    @Test func anExpiryThatIsNotANumberIsRefused() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1], forKey: "a")
+        for expiry in [Expiry.seconds(.nan), .date(Date(timeIntervalSince1970: .nan))] {
+            #expect(errorCode { try cache.set([2], forKey: "a", expiry: expiry) } == .invalidArgument)
+        }
+        #expect(errorCode { _ = try Cache(path: directory.path("b"), options: .init(defaultExpiry: .seconds(.nan))).set([1], forKey: "x") }
+                == .invalidArgument)
+        #expect(try cache.bytes(forKey: "a") == [1])
+    }
+
     @Test func datesInThePastExpireAtOnceAndFutureDatesHold() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())

@@ -40,6 +40,39 @@ struct LoadingTests {
         #expect(try cache.bytes(forKey: "raw") == [9, 8, 7])
     }
 
+    /// The load succeeded; that the cache could not keep its value (a read-only handle here) is
+    /// no reason to throw it away. Before, the caller got `.readOnly`, or a stale copy with the
+    /// store's error as the loader's.
+    @Test func aLoadedValueTheCacheCannotKeepIsReturnedAllTheSame() async throws {
+        let directory = TemporaryDirectory()
+        try Cache(path: directory.path()).set(Article.sample(1), forKey: "old", expiry: .seconds(0.001))
+        try await Task.sleep(for: .milliseconds(5))
+        let reader = try Cache(path: directory.path(), options: .init(readOnly: true))
+        let fresh = try await reader.load(Article.self, forKey: "old") { Article.sample(2) }
+        #expect(fresh.value == Article.sample(2) && fresh.source == .loader && fresh.loadError == nil)
+        #expect(try await reader.value(forKey: "new") { Article.sample(3) } == Article.sample(3))
+        #expect(try reader.bytes(forKey: "new") == nil)
+    }
+
+    /// `Data?` is not `Data`: it goes through the coder both ways (before, it was stored raw and
+    /// decoded as JSON, and every read-through of it loaded again and threw).
+    @Test func anOptionalOfRawBytesRoundTrips() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        let bytes: Data? = Data("abc".utf8)
+        try cache.set(bytes, forKey: "k")
+        #expect(try await cache.value(Data?.self, forKey: "k") == .some(bytes))
+        let loads = LockedCounter()
+        for _ in 0..<2 {
+            let loaded: Data? = try await cache.value(forKey: "u") {
+                loads.increment()
+                return Data([1, 2])
+            }
+            #expect(loaded == Data([1, 2]))
+        }
+        #expect(loads.value == 1)
+    }
+
     @Test func anExpiredEntryIsLoadedAgainWithTheExpiryOfTheCall() async throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
@@ -184,6 +217,44 @@ struct LoadingTests {
         await #expect(throws: LoaderFailure.self) {
             try await cache.load(Int.self, forKey: "count", policy: strict) { throw LoaderFailure() }
         }
+    }
+
+    /// A loader that throws `CancellationError` itself (it cancelled its request) failed as any
+    /// loader does: the stale copy stands in. Only the caller's own cancellation skips it.
+    @Test func aLoaderThatThrowsCancellationFallsBackOnTheStaleCopy() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set(1, forKey: "count")
+        let failed = try await cache.load(Int.self, forKey: "count", policy: .refresh) { throw CancellationError() }
+        #expect(failed.value == 1 && failed.isStale && failed.loadError is CancellationError)
+    }
+
+    /// A `.refresh` caller that comes while a cache-first load of its key is in flight gets a
+    /// load of its own: the other load may answer from the cache, which it asked not to.
+    @Test func aRefreshDoesNotShareACacheFirstLoad() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        let release = LockedCounter()
+        let first = Task {
+            try await cache.value(Int.self, forKey: "k") {
+                // Until the refresh is done, or for two seconds, should it be waiting for this.
+                let deadline = Date().addingTimeInterval(2)
+                while release.value == 0 && Date() < deadline { try await Task.sleep(for: .milliseconds(1)) }
+                return 1
+            }
+        }
+        await waitForCallers(1, of: "k", in: cache)
+        let loads = LockedCounter()
+        let refresh = Task {
+            try await cache.load(Int.self, forKey: "k", policy: .refresh) {
+                loads.increment()
+                return 2
+            }
+        }
+        let refreshed = try await refresh.value
+        release.increment()
+        #expect(try await first.value == 1)
+        #expect(refreshed.value == 2 && refreshed.source == .loader && loads.value == 1)
     }
 
     @Test func aCachedValueThatNoLongerDecodesIsLoadedAnew() async throws {

@@ -46,6 +46,16 @@ struct MaintenanceTests {
         #expect(try cache.removeOlder(than: 0) <= 5)
     }
 
+    /// A negative limit is a mistake, not a request to empty the cache (which it did).
+    @Test func aNegativeTrimLimitIsRefused() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1], forKey: "a")
+        #expect(errorCode { try cache.trim(toBytes: -1) } == .invalidArgument)
+        #expect(errorCode { try cache.trim(toCount: -1) } == .invalidArgument)
+        #expect(cache.count == 1)
+    }
+
     @Test func trimToCountKeepsTheRecentlyReadThenTheNewest() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())

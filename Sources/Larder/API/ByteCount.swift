@@ -13,11 +13,18 @@ public struct ByteCount: Hashable, Comparable, Sendable, CustomStringConvertible
     /// `count` bytes.
     public static func bytes(_ count: Int) -> ByteCount { ByteCount(bytes: count) }
     /// `count` KiB: `count` × 1024 bytes.
-    public static func kilobytes(_ count: Int) -> ByteCount { ByteCount(bytes: count << 10) }
+    public static func kilobytes(_ count: Int) -> ByteCount { ByteCount(bytes: scaled(count, 10)) }
     /// `count` MiB: `count` × 1024² bytes.
-    public static func megabytes(_ count: Int) -> ByteCount { ByteCount(bytes: count << 20) }
+    public static func megabytes(_ count: Int) -> ByteCount { ByteCount(bytes: scaled(count, 20)) }
     /// `count` GiB: `count` × 1024³ bytes.
-    public static func gigabytes(_ count: Int) -> ByteCount { ByteCount(bytes: count << 30) }
+    public static func gigabytes(_ count: Int) -> ByteCount { ByteCount(bytes: scaled(count, 30)) }
+
+    /// `count` × 2^`shift`, or `Int.max` (a capacity every cache refuses as too large) when that
+    /// does not fit: a shift would drop the high bits and make a huge size a small one.
+    private static func scaled(_ count: Int, _ shift: Int) -> Int {
+        let (product, overflow) = count.multipliedReportingOverflow(by: 1 << shift)
+        return overflow ? (count < 0 ? Int.min : Int.max) : product
+    }
 
     /// Whether `lhs` is fewer bytes than `rhs`.
     public static func < (lhs: ByteCount, rhs: ByteCount) -> Bool { lhs.bytes < rhs.bytes }

@@ -8,6 +8,11 @@ import Foundation
 /// Otherwise they behave exactly as their synchronous twins, which stay as they are: a read of a
 /// small value is a lookup in mapped memory and is best called directly.
 ///
+/// They run on the executor's threads, not on threads of their own: a write waits there, holding
+/// its thread, while a writer of another process (or a long `trim` of this one) has the file,
+/// as a blocking call does in any task. An app that expects long waits of that kind should keep
+/// its writes to a few tasks at a time, or run them on a thread of its own.
+///
 /// In `async` code the compiler picks these overloads and asks for `await`. Writing `Codable`
 /// values has no `async` overload: one would also capture every `[UInt8]` write in `async` code.
 /// Encode first, then `await` the `Data` overload of `set(_:forKey:expiry:compression:)`.

@@ -142,8 +142,10 @@ extension Cache {
 
     /// The bytes to store for `value`: raw bytes as they are, anything else through the coder.
     func encoded<Value: Encodable>(_ value: Value, coder: (any CacheCoder)?) throws -> Data {
-        if let data = value as? Data { return data }
-        if let bytes = value as? [UInt8] { return Data(bytes) }
+        // The type itself, not a cast, which would also see `Data` in a `Data?` (stored raw,
+        // then decoded with the coder): `decoded` takes the same decision.
+        if Value.self == Data.self { return value as! Data }
+        if Value.self == [UInt8].self { return Data(value as! [UInt8]) }
         return try (coder ?? options.coder).encode(value)
     }
 

@@ -32,7 +32,8 @@ public struct LoadResult<Value> {
     public enum Source: Hashable, Sendable {
         /// An unexpired value from the cache; the loader was not called.
         case cache
-        /// The loader's value, now stored in the cache.
+        /// The loader's value, now stored in the cache when the cache could keep it (not on a
+        /// read-only handle, nor a value too large, nor when the disk refused the write).
         case loader
         /// The loader failed (see ``LoadResult/loadError``); this is the copy the cache held,
         /// possibly expired.
@@ -77,8 +78,9 @@ extension Cache {
     ///   - expiry: How long the loaded value stays fresh; `nil` uses `options.defaultExpiry`.
     ///   - coder: How to encode and decode; `nil` uses `options.coder` (JSON by default).
     ///   - loader: Makes the value: a network request, a computation, ...
-    /// - Throws: What `loader` throws; a coder's error; a ``LarderError`` from the cache
-    ///   (a loaded value too large for the cache is returned, not stored);
+    /// - Throws: What `loader` throws; a coder's error; a ``LarderError`` from the cache's read
+    ///   (a loaded value the cache cannot store, too large or refused by a read-only handle or a
+    ///   full disk, is returned all the same);
     ///   `CancellationError` when the calling task is cancelled while it waits (the shared load
     ///   goes on, and its value is stored).
     public func value<Value: Codable & SendableMetatype>(_ type: Value.Type = Value.self, forKey key: some CacheKey,
@@ -105,9 +107,10 @@ extension Cache {
     /// reclaims their space or ``removeExpired()-20x73`` removes them.
     ///
     /// Concurrent callers for one key share one call of the loader (whose value the first
-    /// caller's `expiry` and `coder` store); each caller's own policy decides whether it falls
-    /// back on a stale copy when that load fails. Callers of one key should agree on its type
-    /// and coder.
+    /// caller's `expiry` and `coder` store): those that reload (``LoadPolicy/refresh``) share
+    /// theirs, the others theirs. Each caller's own policy decides whether it falls back on a
+    /// stale copy when that load fails. Callers of one key should agree on its type and coder.
+    /// A loader must not read the same key through the cache: it would wait for its own load.
     ///
     /// - Parameters:
     ///   - type: The type of the value; it can be left out where the loader's result says it.
@@ -132,7 +135,7 @@ extension Cache {
             case .unusable: reload = true
             }
         }
-        let flight = LoadFlights.Key(file: ObjectIdentifier(entry), key: keyBytes)
+        let flight = LoadFlights.Key(file: ObjectIdentifier(entry), key: keyBytes, reloads: reload)
         let outcome = await LoadFlights.shared.share(flight) { [reload] () async -> LoadFlights.Outcome in
             do {
                 // A load that finished since this caller looked may have stored the value.
@@ -147,7 +150,9 @@ extension Cache {
         case .success(let found):
             return LoadResult(value: try decoded(type, from: found.data, coder: coder),
                               source: found.fromCache ? .cache : .loader, loadError: nil)
-        case .failure(let error as CancellationError):
+        case .failure(let error as CancellationError) where Task.isCancelled:
+            // This caller was cancelled; a loader that threw `CancellationError` of its own (a
+            // request it cancelled) failed like any other, below.
             throw error
         case .failure(let error):
             guard policy.servesStaleOnFailure, let stale = staleValue(type, forKey: keyBytes, coder: coder) else { throw error }
@@ -188,22 +193,21 @@ extension Cache {
         try data(forKey: key)
     }
 
-    /// Stores the loaded `value` and returns its bytes. A value too large for the cache is
-    /// still returned; it just cannot be kept.
+    /// Stores the loaded `value` and returns its bytes. A value the cache cannot keep (too
+    /// large, a read-only handle, a full disk) is still returned: the load succeeded, and a
+    /// cache may always lose a value; only the coder's failure to encode it is an error.
     private func keep<Value: Encodable>(_ value: Value, forKey key: Data, expiry: Expiry?,
                                         coder: (any CacheCoder)?) throws -> Data {
         let data = try encoded(value, coder: coder)
-        do {
-            try set(data, forKey: key, expiry: expiry)
-        } catch where error.code == .tooLarge {
-            // Returned all the same.
-        }
+        try? set(data, forKey: key, expiry: expiry)
         return data
     }
 
     /// How many callers share the load of `key` in flight (0 when none is): for tests.
     func loadCallers(forKey key: some CacheKey) -> Int {
-        LoadFlights.shared.callers(LoadFlights.Key(file: ObjectIdentifier(entry), key: key.withCacheKeyBytes { Data($0) }))
+        let key = key.withCacheKeyBytes { Data($0) }
+        return LoadFlights.shared.callers(LoadFlights.Key(file: ObjectIdentifier(entry), key: key))
+            + LoadFlights.shared.callers(LoadFlights.Key(file: ObjectIdentifier(entry), key: key, reloads: true))
     }
 }
 
@@ -219,6 +223,10 @@ final class LoadFlights: @unchecked Sendable {
         /// The open file (`OpenFileRegistry.Entry`): every `Cache` on one file shares its loads.
         let file: ObjectIdentifier
         let key: Data
+        /// Whether the load calls the loader whatever the cache holds (`reloadsFreshValues`, or
+        /// an unusable entry): a caller that asked for that must not get the value that a load
+        /// which first looked in the cache again found there.
+        var reloads = false
     }
 
     /// The encoded value, and whether it was found in the cache rather than loaded.

@@ -62,11 +62,13 @@ extension Cache {
     /// entries not read since they were stored, oldest first, then the ones read, oldest first.
     ///
     /// - Returns: How many unexpired entries were evicted.
+    /// - Throws: `.invalidArgument` for a negative `bytes`.
     ///
     /// The corresponding C function is `larder_trim_bytes`.
     @discardableResult
     public func trim(toBytes bytes: Int) throws(LarderError) -> Int {
-        try write { () throws(LarderError) in
+        guard bytes >= 0 else { throw LarderError(.invalidArgument, "cannot trim to \(bytes) bytes", path: path) }
+        return try write { () throws(LarderError) in
             store.evict { store.state.liveRawBytes <= bytes }
         }
     }
@@ -77,11 +79,13 @@ extension Cache {
     /// The order is that of ``trim(toBytes:)-4hcpt``.
     ///
     /// - Returns: How many unexpired entries were evicted.
+    /// - Throws: `.invalidArgument` for a negative `count`.
     ///
     /// The corresponding C function is `larder_trim_count`.
     @discardableResult
     public func trim(toCount count: Int) throws(LarderError) -> Int {
-        try write { () throws(LarderError) in
+        guard count >= 0 else { throw LarderError(.invalidArgument, "cannot trim to \(count) entries", path: path) }
+        return try write { () throws(LarderError) in
             store.evict { store.state.entryCount <= count }
         }
     }

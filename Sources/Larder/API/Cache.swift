@@ -29,11 +29,12 @@ public final class Cache: @unchecked Sendable {
         /// at once. A smaller one than the file has grown to makes the open rewrite the file
         /// with its newest entries that fit the new capacity (older ones are evicted), in time
         /// proportional to the file's size; if the disk has no room for that copy, the file keeps
-        /// its capacity. A value below the least capacity the file's page size allows (64 KiB, or
-        /// 16 pages) leaves an existing file's capacity as it is.
+        /// its capacity. A value below the least capacity ``pageSize`` allows (64 KiB, or 16
+        /// pages) or above 1 TiB is refused (`.invalidArgument`) on every open; one below the
+        /// least that an existing file's own, larger page size allows leaves its capacity as it is.
         public var capacity: ByteCount?
         /// Page size of a new file: a power of two from 4096 to 65536. An existing file keeps its
-        /// own, but a value outside that range is refused even then.
+        /// own, but a value outside that range is refused on every open.
         public var pageSize: Int
         /// Expiry for writes that do not name one.
         public var defaultExpiry: Expiry
@@ -123,7 +124,8 @@ public final class Cache: @unchecked Sendable {
     ///   - expiry: When the entry stops being returned; `nil` uses `options.defaultExpiry`.
     ///   - compression: How to store this value; `nil` uses `options.compression`.
     /// - Throws: `.tooLarge` for a value the cache can never hold, `.invalidArgument` for an empty
-    ///   key, `.full` when the disk refuses more space, `.readOnly`, `.closed`.
+    ///   key or an expiry that is not a number, `.full` when the disk refuses more space,
+    ///   `.readOnly`, `.closed`.
     ///
     /// The corresponding C function is `larder_put`.
     @inlinable
@@ -145,6 +147,7 @@ public final class Cache: @unchecked Sendable {
     func setValue(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer, expiry: Expiry?,
                   compression: Compression?) throws(LarderError) {
         let expiry = expiry ?? options.defaultExpiry
+        guard expiry.isNumber else { throw LarderError(.invalidArgument, "the expiry is not a number (NaN)", path: path) }
         let compress = (compression ?? options.compression) == .lz4 && value.count >= options.compressionThreshold
         try write { () throws(LarderError) in
             try store.put(key: key, value: value, compress: compress, expiry: expiry)
@@ -171,8 +174,12 @@ public final class Cache: @unchecked Sendable {
 
     /// Removes every entry, in time independent of how many there are.
     ///
+    /// - Returns: How many entries there were (expired ones not yet reclaimed included), counted
+    ///   in the same turn as the removal: no other process's write comes between.
+    ///
     /// The corresponding C function is `larder_clear`.
-    public func removeAll() throws(LarderError) {
+    @discardableResult
+    public func removeAll() throws(LarderError) -> Int {
         try write { () throws(LarderError) in try store.removeAll() }
     }
 
@@ -355,6 +362,9 @@ public final class Cache: @unchecked Sendable {
 
     // MARK: - Size and statistics
 
+    // The sizes below read the file's shared counters from an up-to-date view; a closed cache,
+    // or one whose view cannot be taken up (another process damaged the file), answers 0.
+
     /// Number of live entries (expired ones count until they are reclaimed).
     public var count: Int { inspect(orElse: 0) { $0.state.entryCount } }
 
@@ -367,23 +377,24 @@ public final class Cache: @unchecked Sendable {
     /// The most bytes the file may take.
     public var capacity: Int { lock.withReadLock { store.capacity } }
 
-    /// Counters and sizes, in one consistent snapshot.
+    /// Counters and sizes, read together: no write of this process comes between them. (Writers
+    /// of other processes do not wait for a reader; while they write, the figures are each
+    /// right but may be a write apart.) The sizes are 0, as ``count`` is, for a closed cache.
     ///
     /// The corresponding C function is `larder_stats`.
     public var stats: CacheStatistics {
-        let sizes = inspect(orElse: (0, 0, 0, 0, 0)) { store in
-            (store.state.entryCount, store.state.liveRawBytes, store.state.liveStoredBytes,
-             store.state.liveRecordBytes, store.ringEnd)
-        }
-        return lock.withReadLock {
+        func snapshot(_ store: CacheStore, sizesKnown: Bool) -> CacheStatistics {
             CacheStatistics(
-                entryCount: sizes.0, liveBytes: sizes.1, storedBytes: sizes.2, recordBytes: sizes.3,
-                fileBytes: sizes.4, capacity: store.capacity,
+                entryCount: sizesKnown ? store.state.entryCount : 0, liveBytes: sizesKnown ? store.state.liveRawBytes : 0,
+                storedBytes: sizesKnown ? store.state.liveStoredBytes : 0, recordBytes: sizesKnown ? store.state.liveRecordBytes : 0,
+                fileBytes: sizesKnown ? store.ringEnd : 0, capacity: store.capacity,
                 hits: store.counter(.hits), misses: store.counter(.misses), inserts: store.counter(.inserts),
                 updates: store.counter(.updates), removals: store.counter(.removals),
                 evictions: store.counter(.evictions), expirations: store.counter(.expirations),
                 relocations: store.counter(.relocations), recoveries: store.counter(.recoveries))
         }
+        return (try? readUnderLock { () throws(LarderError) in snapshot(store, sizesKnown: true) })
+            ?? lock.withReadLock { snapshot(store, sizesKnown: false) }
     }
 
     /// Reads sizes from an up-to-date view, or answers `fallback` for a closed cache.

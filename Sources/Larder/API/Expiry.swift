@@ -13,6 +13,16 @@ public enum Expiry: Hashable, Sendable {
     /// The entry expires at this moment.
     case date(Date)
 
+    /// Whether this is a time at all: `.seconds(.nan)` is not (a computation gone wrong), and
+    /// `set` refuses it rather than store an entry that is expired at once.
+    var isNumber: Bool {
+        switch self {
+        case .never: true
+        case .seconds(let seconds): !seconds.isNaN
+        case .date(let date): !date.timeIntervalSince1970.isNaN
+        }
+    }
+
     /// Milliseconds since the Unix epoch to store in the record; 0 means never.
     func deadline(now: UInt64) -> UInt64 {
         switch self {

@@ -258,7 +258,9 @@ extension CacheStore {
 
     /// Empties the cache in time independent of its size: records written before now are void
     /// from here on (`firstValidSequence`), and the ring starts over as empty.
-    func removeAll() throws(LarderError) {
+    /// Returns how many entries there were (expired ones not yet reclaimed included).
+    func removeAll() throws(LarderError) -> Int {
+        let removed = state.entryCount
         let oldDraining = meta.drainingIndex
         meta.drainingIndex = .none
         draining = nil
@@ -270,12 +272,13 @@ extension CacheStore {
         try writeMeta(durable: true)
         deadRooms.pointee.list.removeAll()
         if oldDraining.exists { RecordHeader.markDead(in: file, at: oldDraining.offset) }
-        state.add(UInt64(clamping: state.entryCount), to: .removals)
+        state.add(UInt64(clamping: removed), to: .removals)
         state.entryCount = 0
         state.liveRawBytes = 0
         state.liveStoredBytes = 0
         state.liveRecordBytes = 0
         state.spanBytes = 0
         state.tail = state.head
+        return removed
     }
 }

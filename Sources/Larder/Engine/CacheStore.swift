@@ -146,12 +146,10 @@ final class CacheStore {
 
     // MARK: - Opening
 
-    /// Opens the cache at `path`, creating it when it does not exist (unless read-only), and
-    /// repairs it when the last process to use it did not close it cleanly.
-    ///
-    /// An attempt that could not replace the file with a smaller one leaves
-    /// `configuration.mayReplaceFile` false, for the caller's next attempt too.
-    static func open(path: String, configuration: inout Configuration) throws(LarderError) -> CacheStore {
+    /// Refuses options no open may use, whether the file exists or not, and whether or not the
+    /// process has it open already: a page size outside 4096...65536, a capacity below the least
+    /// that page size allows or above 1 TiB.
+    static func validate(_ configuration: Configuration, path: String) throws(LarderError) {
         guard FileLayout.isValidPageSize(configuration.pageSize) else {
             throw LarderError(.invalidArgument, "page size must be a power of two from 4096 to 65536, not \(configuration.pageSize)", path: path)
         }
@@ -161,6 +159,15 @@ final class CacheStore {
                 throw LarderError(.invalidArgument, "capacity must be from \(minimum) bytes to 1 TiB, not \(capacity)", path: path)
             }
         }
+    }
+
+    /// Opens the cache at `path`, creating it when it does not exist (unless read-only), and
+    /// repairs it when the last process to use it did not close it cleanly.
+    ///
+    /// An attempt that could not replace the file with a smaller one leaves
+    /// `configuration.mayReplaceFile` false, for the caller's next attempt too.
+    static func open(path: String, configuration: inout Configuration) throws(LarderError) -> CacheStore {
+        try validate(configuration, path: path)
         // A compaction or a shrink renames a new file over `path` while it holds the old file's
         // locks; an open that waited for them then starts again on the new file.
         for _ in 0..<maximumOpenAttempts {
@@ -240,7 +247,8 @@ final class CacheStore {
             switch copies {
             case .unformatted:
                 guard soleWriter else {
-                    throw LarderError(readOnly ? .invalidArgument : .corrupt, "no cache file here (the file is empty)")
+                    throw LarderError(readOnly ? .incompatible : .corrupt,
+                                      "not a cache file yet (it is empty, or its creation did not finish)")
                 }
                 store = try create(descriptor, configuration: configuration, owner: &owner)
             case .valid(let metas):
@@ -280,6 +288,9 @@ final class CacheStore {
                         firstValidSequence: 1,
                         activeIndex: IndexLocation(offset: dataStart, slotCount: HashTable.minimumSlotCount),
                         drainingIndex: .none, checksumSeed: UInt32.random(in: 1...UInt32.max))
+        // Marked first, and durably: from here on a creation cut short is known for one.
+        try descriptor.write(FileLayout.creationMarker, at: 0)
+        try descriptor.synchronize()
         let file = try MappedFile(descriptor, readOnly: false, mappedLength: capacity)
         owner = file
         try file.grow(to: initialSize)
@@ -400,8 +411,8 @@ final class CacheStore {
 
     /// What the two meta copies of a file say.
     private enum MetaCopies {
-        /// Both copies are all zeros: a creation that never finished (the file was extended,
-        /// then the process died before the meta pages were written).
+        /// An empty file, or a creation that never finished (the file starts with the creation
+        /// marker: its meta pages were never written).
         case unformatted
         /// The copies whose magic and checksum hold, newest first.
         case valid([Meta])
@@ -411,7 +422,6 @@ final class CacheStore {
     private static func readMetaCopies(_ descriptor: FileDescriptor) throws(LarderError) -> MetaCopies {
         let first = try descriptor.read(count: Meta.encodedSize, at: 0)
         var candidates: [Result<Meta, Meta.Rejection>] = [first.withUnsafeBytes { Meta.decode($0) }]
-        var allZero = first.allSatisfy { $0 == 0 }
         // The second copy sits one page in; without a valid first copy, try every page size.
         let pageSizes: [Int]
         if case .success(let meta) = candidates[0], FileLayout.isValidPageSize(meta.pageSize) {
@@ -421,14 +431,13 @@ final class CacheStore {
         }
         for size in pageSizes {
             let bytes = try descriptor.read(count: Meta.encodedSize, at: size)
-            allZero = allZero && bytes.allSatisfy { $0 == 0 }
             let decoded = bytes.withUnsafeBytes { Meta.decode($0) }
             if case .success(let meta) = decoded, meta.pageSize != size { continue }
             candidates.append(decoded)
         }
         let valid = candidates.compactMap { try? $0.get() }.sorted { $0.sequence > $1.sequence }
         if !valid.isEmpty { return .valid(valid) }
-        if allZero { return .unformatted }
+        if FileLayout.isCreationMarker(first) { return .unformatted }
         let damaged = candidates.contains { if case .failure(.damaged) = $0 { return true } else { return false } }
         if damaged {
             throw LarderError(.corrupt, "both meta pages are damaged")
@@ -437,14 +446,18 @@ final class CacheStore {
     }
 
     /// The newest meta copy this code can use. An older copy stands in when the newest one's
-    /// values fail validation (a write that went wrong can leave that).
+    /// values fail validation (a write that went wrong can leave that), never when the newest
+    /// needs a newer reader: the file holds what that writer wrote since, which this code would
+    /// misread, and as a sole writer recover or rewrite (FORMAT.md 2.5).
     private static func chooseMeta(_ copies: [Meta]) throws(LarderError) -> Meta {
-        let readable = copies.filter(\.isReadable)
-        guard let newest = readable.first else {
-            throw LarderError(.incompatible, "the file needs Larder format \(copies[0].readVersion) or newer; this build reads format \(FileLayout.formatVersion)")
-        }
-        if let usable = readable.first(where: { $0.validationFailure() == nil }) { return usable }
+        let newest = copies[0]
+        guard newest.isReadable else { throw needsNewerReader(newest) }
+        if let usable = copies.first(where: { $0.isReadable && $0.validationFailure() == nil }) { return usable }
         throw LarderError(.corrupt, "meta page: \(newest.validationFailure() ?? "invalid")")
+    }
+
+    private static func needsNewerReader(_ meta: Meta) -> LarderError {
+        LarderError(.incompatible, "the file needs Larder format \(meta.readVersion) or newer; this build reads format \(FileLayout.formatVersion)")
     }
 
     /// Finds the index tables the meta page names, checking their segment headers.
@@ -553,7 +566,7 @@ final class CacheStore {
         var retry = Retry()
         while true {
             if let failure = takeView(counter: counter) {
-                if retry.wait() { continue }
+                if failure.code != .incompatible && retry.wait() { continue }
                 throw failure
             }
             return
@@ -568,14 +581,17 @@ final class CacheStore {
     /// would otherwise point the view at pages past the file's end, whose access is `SIGBUS`.
     private func takeView(counter: UInt64) -> LarderError? {
         var newest: Meta?
+        var newestWritten: Meta?
         for page in 0..<FileLayout.metaPageCount {
-            if case .success(let copy) = Meta.decode(file.bytes(at: page * pageSize, count: Meta.encodedSize)),
-               copy.isReadable, copy.validationFailure() == nil,
+            guard case .success(let copy) = Meta.decode(file.bytes(at: page * pageSize, count: Meta.encodedSize)) else { continue }
+            if copy.sequence > (newestWritten?.sequence ?? 0) { newestWritten = copy }
+            if copy.isReadable, copy.validationFailure() == nil,
                copy.pageSize == pageSize, copy.capacity == meta.capacity, copy.checksumSeed == meta.checksumSeed,
                copy.sequence > (newest?.sequence ?? 0) {
                 newest = copy
             }
         }
+        if let newestWritten, !newestWritten.isReadable { return CacheStore.needsNewerReader(newestWritten).at(path) }
         guard let newest else {
             return LarderError(.corrupt, "both meta pages are unreadable", path: path)
         }

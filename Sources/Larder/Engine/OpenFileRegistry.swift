@@ -71,6 +71,7 @@ final class OpenFileRegistry: @unchecked Sendable {
     /// process, the descriptors that waiting opens and closes beside the file's other stores are
     /// kept from dropping those stores' locks by `ProcessLockTable`.)
     func open(path: String, configuration: CacheStore.Configuration) throws(LarderError) -> Entry {
+        try CacheStore.validate(configuration, path: path)
         // Kept across attempts: an attempt that could not shrink the file leaves it as it is.
         var configuration = configuration
         while true {

@@ -3,6 +3,11 @@
 #if _pointerBitWidth(_32)
 #error("Larder needs a 64-bit platform: Apple Watch devices (arm64_32) are not supported")
 #endif
+// The file is little-endian (FORMAT.md 1); the code reads and writes it in the machine's order
+// in places (index slots, shared counters, checksums over words), which are the same only here.
+#if _endian(big)
+#error("Larder needs a little-endian platform")
+#endif
 
 /// Fixed numbers of the file format. docs/FORMAT.md is the normative description; every value
 /// here appears there with the same name.
@@ -10,6 +15,11 @@ enum FileLayout {
     /// Bytes 0-7 of both meta pages: `89 4C 41 52 44 45 52 1A` ("\x89LARDER\x1A"). The high first
     /// byte and the trailing SUB catch text-mode transfers, as PNG's signature does.
     static let metaMagic: UInt64 = 0x1A52_4544_5241_4C89
+    /// Bytes 0-7 of a file being created, until its meta pages are written: `89 4C 52 44 4E 45 57
+    /// 1A` ("\x89LRDNEW\x1A"). Made durable before the file grows, so that a creation cut short
+    /// is told from every other file: only an empty file or one that starts with these bytes is
+    /// ever formatted (FORMAT.md 2.3), never a file of zeros that happens to be at the path.
+    static let creationMagic: UInt64 = 0x1A57_454E_4452_4C89
     /// Bytes 0-7 of the shared-state page: "LRDSTATE".
     static let stateMagic: UInt64 = 0x4554_4154_5344_524C
 
@@ -42,6 +52,16 @@ enum FileLayout {
     @inline(__always)
     static func alignUp(_ value: Int, _ alignment: Int) -> Int {
         (value + alignment - 1) & ~(alignment - 1)
+    }
+
+    /// The first bytes of a file being created (`creationMagic`, then zeros to a meta copy's size).
+    static var creationMarker: [UInt8] {
+        withUnsafeBytes(of: creationMagic.littleEndian) { Array($0) } + [UInt8](repeating: 0, count: Meta.encodedSize - 8)
+    }
+
+    /// Whether `bytes`, read at offset 0, start with `creationMagic`: a creation cut short.
+    static func isCreationMarker(_ bytes: [UInt8]) -> Bool {
+        bytes.count >= 8 && bytes.prefix(8).elementsEqual(withUnsafeBytes(of: creationMagic.littleEndian) { Array($0) })
     }
 
     static func isValidPageSize(_ size: Int) -> Bool {

@@ -68,6 +68,8 @@
             case damaged
             /// All 128 bytes are zero.
             case blank
+            /// The creation marker (copy 0 only): the file's creation had not written this copy.
+            case creationMarker
             /// No magic (or the file ends before the copy).
             case missing
         }
@@ -86,6 +88,7 @@
         let offset: Int
         let result: Result<Meta, Meta.Rejection>
         let blank: Bool
+        let creationMarker: Bool
     }
 
     /// Reads copy 0, then copy 1 one page in (every possible page size when copy 0 does not say
@@ -94,7 +97,8 @@
         func decode(at offset: Int) throws(LarderError) -> DecodedCopy {
             let bytes = try descriptor.read(count: Meta.encodedSize, at: offset)
             return DecodedCopy(offset: offset, result: bytes.withUnsafeBytes { Meta.decode($0) },
-                               blank: bytes.count == Meta.encodedSize && bytes.allSatisfy { $0 == 0 })
+                               blank: bytes.count == Meta.encodedSize && bytes.allSatisfy { $0 == 0 },
+                               creationMarker: offset == 0 && FileLayout.isCreationMarker(bytes))
         }
         let first = try decode(at: 0)
         var second: DecodedCopy?
@@ -114,7 +118,9 @@
             if second == nil { second = try decode(at: FileLayout.minimumPageSize) }
         }
         let decoded = [first, second!]
-        let chosen = decoded.enumerated().compactMap { index, copy -> (Int, Meta)? in
+        // A newest copy of a newer format is not passed over for an older one (FORMAT.md 2.5).
+        let newestWritten = decoded.compactMap { try? $0.result.get() }.max { $0.sequence < $1.sequence }
+        let chosen = newestWritten?.isReadable == false ? nil : decoded.enumerated().compactMap { index, copy -> (Int, Meta)? in
             guard case .success(let meta) = copy.result, meta.isReadable,
                   meta.validationFailure() == nil else { return nil }
             return (index, meta)
@@ -133,7 +139,7 @@
             case .failure(.damaged):
                 status = .damaged
             case .failure(.notLarder):
-                status = copy.blank ? .blank : .missing
+                status = copy.blank ? .blank : copy.creationMarker ? .creationMarker : .missing
             }
             return MetaCopy(copy: index, offset: copy.offset, status: status, problem: problem, inUse: index == chosen?.0)
         }
@@ -143,9 +149,16 @@
     /// The copy the engine would use (see `CacheStore.chooseMeta`), or the reason there is none.
     private static func chooseMeta(_ copies: [MetaCopy], inUse: Meta?, path: String) throws(LarderError) -> Meta {
         if let inUse { return inUse }
-        guard let newest = copies.first(where: { if case .valid = $0.status { return true } else { return false } }) else {
+        func sequence(_ copy: MetaCopy) -> UInt64? {
+            if case .valid(let sequence) = copy.status { sequence } else { nil }
+        }
+        guard let newest = copies.filter({ sequence($0) != nil }).max(by: { sequence($0)! < sequence($1)! }) else {
             if copies.contains(where: { $0.status == .damaged }) {
                 throw LarderError(.corrupt, "both meta pages are damaged", path: path)
+            }
+            if copies[0].status == .creationMarker {
+                throw LarderError(.incompatible, "not a cache file yet: its creation did not finish (a read-write open creates it anew)",
+                                  path: path)
             }
             throw LarderError(.incompatible, "not a Larder cache file", path: path)
         }

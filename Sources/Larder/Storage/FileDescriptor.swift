@@ -76,6 +76,37 @@ struct FileDescriptor {
         return Array(buffer.prefix(done))
     }
 
+    /// Writes all of `bytes` at `offset`.
+    func write(_ bytes: [UInt8], at offset: Int) throws(LarderError) {
+        var done = 0
+        while done < bytes.count {
+            let result = bytes.withUnsafeBytes { raw in
+                pwrite(rawValue, raw.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            }
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw SystemCall.error("write", errno: errno).at(path)
+            }
+            done += result
+        }
+    }
+
+    /// Waits until what was written to the file is on the disk.
+    func synchronize() throws(LarderError) {
+        do throws(LarderError) {
+            #if canImport(Darwin)
+            // fsync on Apple platforms does not flush the drive's cache; F_FULLFSYNC does.
+            if fcntl(rawValue, F_FULLFSYNC) == -1 {
+                try SystemCall.retrying("fsync") { fsync(rawValue) }
+            }
+            #else
+            try SystemCall.retrying("fsync") { fsync(rawValue) }
+            #endif
+        } catch {
+            throw error.at(path)
+        }
+    }
+
     /// Whether `path` still names the file this descriptor has open. A file renamed over it
     /// (a compaction) or its removal leaves the descriptor on a file no one else will open.
     func isStillLinked(at path: String) throws(LarderError) -> Bool {

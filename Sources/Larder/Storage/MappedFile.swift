@@ -93,19 +93,7 @@ final class MappedFile {
                 throw error.at(path)
             }
         }
-        guard durable else { return }
-        do throws(LarderError) {
-            #if canImport(Darwin)
-            // fsync on Apple platforms does not flush the drive's cache; F_FULLFSYNC does.
-            if fcntl(descriptor.rawValue, F_FULLFSYNC) == -1 {
-                try SystemCall.retrying("fsync") { fsync(descriptor.rawValue) }
-            }
-            #else
-            try SystemCall.retrying("fsync") { fsync(descriptor.rawValue) }
-            #endif
-        } catch {
-            throw error.at(path)
-        }
+        if durable { try descriptor.synchronize() }
     }
 
     // MARK: - Typed access (little-endian, unaligned-safe)
