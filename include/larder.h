@@ -66,7 +66,8 @@ typedef struct larder larder;
 #define LARDER_TTL_NEVER UINT64_MAX
 
 typedef struct larder_options {
-    uint32_t struct_size;           /* set by larder_options_init: sizeof(larder_options) */
+    uint32_t struct_size;           /* set by larder_options_init: sizeof(larder_options) as the
+                                       program was compiled */
     uint32_t flags;                 /* LARDER_FLAG_READ_ONLY */
     uint64_t capacity_bytes;        /* 0 = the file's own, or 64 MiB when creating; see larder_open */
     uint32_t page_size;             /* 0 = 4096; a power of two 4096..65536, checked on every open,
@@ -77,27 +78,41 @@ typedef struct larder_options {
     uint32_t compression_threshold; /* values shorter than this are stored raw; 0 = 128 */
 } larder_options;
 
-/* Fills *opts with the defaults (and struct_size). Always call it before setting fields. */
-void larder_options_init(larder_options *opts);
+/* Fills *opts with the defaults (and struct_size). Always call it before setting fields.
+ *
+ * A macro, so that the size is the one the program was compiled with: a library built with a
+ * newer header, whose larder_options has grown, writes no further than that, and larder_open
+ * reads no further than struct_size. Fields a newer header adds are 0 by default; larder_open
+ * refuses (LARDER_INVALID_ARGUMENT) a struct_size larger than its own only when a byte past its
+ * own is not 0: an option set that this library does not know. Bindings that cannot use the
+ * macro call larder_options_init_sized with the size of their larder_options. */
+void larder_options_init_sized(larder_options *opts, size_t size);
+#define larder_options_init(opts) larder_options_init_sized((opts), sizeof *(opts))
 
-/* Opens the cache at `path`, creating it unless read-only; opts may be NULL for the defaults.
+/* Opens the cache at `path` (UTF-8: other bytes are LARDER_INVALID_ARGUMENT), creating it unless
+ * read-only; opts may be NULL for the defaults.
  * A file left unclean by a crash is repaired first. On success *out is the handle.
  * A capacity_bytes other than the file's is taken only by an open that no other handle of any
  * process shares the file with (every handle maps the capacity it found); otherwise the file
  * keeps its capacity, which larder_stats reports, and so does an open asking for less than the
- * least capacity the file's page size allows (64 KiB, or 16 pages). A smaller capacity than the file has grown to
+ * least capacity the file's own page size allows (64 KiB, or 16 pages). A capacity_bytes below the
+ * least that opts' page_size allows, or above 1 TiB, is LARDER_INVALID_ARGUMENT on every open,
+ * whether the file exists or not. A smaller capacity than the file has grown to
  * rewrites the file with its newest entries that fit, in time proportional to its size; if the
  * disk has no room for that copy, the file keeps its capacity. A file written by a newer Larder
  * that this one can read but not maintain opens read-only, whatever the flags: its reads work,
  * and its writes return LARDER_READ_ONLY. */
 int larder_open(const char *path, const larder_options *opts, larder **out);
 
-/* Flushes, marks the file cleanly closed and frees the handle. NULL is a no-op. The handle must
- * not be used afterwards, nor concurrently with this call. Called from inside a larder_foreach
- * or larder_with_value callback of this same handle, it does nothing and the handle stays open, and
- * larder_last_error_message() says so (it is "" after a close that closed): close it after
- * larder_foreach or larder_with_value returns. */
-void larder_close(larder *db);
+/* Flushes, marks the file cleanly closed and frees the handle; LARDER_OK, also for NULL (which
+ * does nothing). The handle must not be used afterwards, nor concurrently with this call. When the
+ * file could not be written back (LARDER_IO, LARDER_FULL: a full disk, say), the handle is freed
+ * all the same and the status and larder_last_error_message() say what failed; the file is then
+ * repaired by the next open, as after a crash. Called from inside a larder_foreach or
+ * larder_with_value callback of this same handle, it does nothing and returns
+ * LARDER_INVALID_ARGUMENT, and the handle stays open: close it after larder_foreach or
+ * larder_with_value returns. */
+int larder_close(larder *db);
 
 /* ---- Reading and writing ------------------------------------------------------------------- */
 
@@ -166,8 +181,8 @@ typedef void (*larder_value_fn)(void *ctx, const void *value, size_t value_len);
  * readers). Returns LARDER_OK once fn has returned, or LARDER_NOT_FOUND, without calling fn, when
  * the key is missing or expired; LARDER_CORRUPT when the value fails its checksum (fn is not
  * called). Inside fn, reads of this handle work, but its writes are refused with
- * LARDER_INVALID_ARGUMENT, and larder_close does nothing (see larder_close); after such a refusal
- * larder_last_error_message() tells of it, even when larder_with_value returns LARDER_OK. Copy
+ * LARDER_INVALID_ARGUMENT, and larder_close does nothing (see larder_close); the refused call's
+ * status says so (larder_last_error_message() too, until the next call into the library). Copy
  * what must outlive fn. */
 int larder_with_value(larder *db, const void *key, size_t key_len, larder_value_fn fn, void *ctx);
 
@@ -261,13 +276,14 @@ struct larder_stats {
 };
 
 /* Fills the first out->struct_size bytes of *out (set struct_size first):
- *     struct larder_stats st = { sizeof st };
+ *     struct larder_stats st = { .struct_size = sizeof st };   (C99; in C++ memset, then set it)
  *     larder_stats(db, &st); */
 int larder_stats(larder *db, struct larder_stats *out);
 
 /* Calls fn for every live entry, in no particular order, with its key and value length (the key
  * is valid during the call only). fn returns 0 to go on; any other value stops the walk and is
- * returned. The walk takes a few entries at a time and holds no lock while fn runs: fn may read,
+ * returned as it is: choose stop values that are not status codes (100 and up, say) to tell a
+ * stop of yours from the walk's own failures. The walk takes a few entries at a time and holds no lock while fn runs: fn may read,
  * put, delete and sync (deleting what it is given is the usual reason to walk), and other threads
  * and processes write meanwhile. An entry that stays in the cache from the walk's start to its
  * end is passed to fn exactly once; one written or deleted meanwhile may or may not be. Writers

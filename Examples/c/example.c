@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
                (unsigned long long)expired, (unsigned long long)evicted);
     }
 
-    struct larder_stats stats = {sizeof stats, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    struct larder_stats stats = {.struct_size = sizeof stats};
     larder_stats(db, &stats);
     printf("C example: %llu entries, %llu of %llu bytes in the file, %llu evictions\n",
            (unsigned long long)stats.entries, (unsigned long long)stats.file_bytes,

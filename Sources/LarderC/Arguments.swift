@@ -79,6 +79,11 @@ enum Arguments {
         let raw = UnsafeRawPointer(pointer)
         let size = Int(raw.loadUnaligned(as: UInt32.self))
         guard size >= 8 else { return .failure(StatusError.invalid("larder_options.struct_size is \(size); call larder_options_init")) }
+        // A newer header's fields past this library's: unset (0) they ask for nothing it lacks.
+        let known = MemoryLayout<larder_options>.size
+        if size > known, UnsafeRawBufferPointer(start: raw + known, count: size - known).contains(where: { $0 != 0 }) {
+            return .failure(StatusError.invalid("larder_options sets options this library does not know (it is older than the header the program was built with)"))
+        }
         func field<T>(_ path: KeyPath<larder_options, T>, _: T.Type) -> T? {
             guard let offset = MemoryLayout<larder_options>.offset(of: path),
                   offset + MemoryLayout<T>.size <= size else { return nil }

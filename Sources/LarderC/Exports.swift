@@ -27,11 +27,17 @@ func withCache(_ db: UnsafeMutablePointer<larder>?, _ body: (Cache) throws -> In
     }
 }
 
-@c(larder_options_init)
-public func larderOptionsInit(_ opts: UnsafeMutablePointer<larder_options>?) {
-    opts?.pointee = larder_options(
-        struct_size: UInt32(MemoryLayout<larder_options>.size), flags: 0, capacity_bytes: 0, page_size: 0,
+@c(larder_options_init_sized)
+public func larderOptionsInitSized(_ opts: UnsafeMutablePointer<larder_options>?, _ size: size_t) {
+    // `size` is the caller's sizeof, which may be smaller (an older header) or larger (a newer
+    // one) than this library's: its bytes are written, and no others.
+    guard let opts, size >= MemoryLayout<UInt32>.size, size <= UInt32.max else { return }
+    let raw = UnsafeMutableRawPointer(opts)
+    raw.initializeMemory(as: UInt8.self, repeating: 0, count: size)
+    var defaults = larder_options(
+        struct_size: UInt32(size), flags: 0, capacity_bytes: 0, page_size: 0,
         compression: LARDER_COMPRESSION_NONE, default_ttl_ms: 0, file_mode: 0, compression_threshold: 0)
+    withUnsafeBytes(of: &defaults) { raw.copyMemory(from: $0.baseAddress!, byteCount: min(size, $0.count)) }
 }
 
 @c(larder_open)
@@ -41,13 +47,15 @@ public func larderOpen(_ path: UnsafePointer<CChar>?, _ opts: UnsafePointer<lard
     guard let out else { return Status.invalid("out is NULL") }
     out.pointee = nil
     guard let path else { return Status.invalid("path is NULL") }
+    // Repaired, its bad bytes would become U+FFFD: another file, shared by every such name.
+    guard let pathText = String(validatingCString: path) else { return Status.invalid("the path is not UTF-8") }
     let options: Cache.Options
     switch Arguments.options(opts) {
     case .success(let value): options = value
     case .failure(let error): return error.status
     }
     do {
-        out.pointee = Arguments.handle(for: try Cache(path: String(cString: path), options: options))
+        out.pointee = Arguments.handle(for: try Cache(path: pathText, options: options))
         return Status.ok
     } catch {
         return Status.of(error)
@@ -55,22 +63,24 @@ public func larderOpen(_ path: UnsafePointer<CChar>?, _ opts: UnsafePointer<lard
 }
 
 @c(larder_close)
-public func larderClose(_ db: UnsafeMutablePointer<larder>?) {
-    // Its only answer is the message: an earlier call's must not stand for this one's.
+public func larderClose(_ db: UnsafeMutablePointer<larder>?) -> Int32 {
     LastError.clear()
-    guard let db else { return }
+    guard let db else { return Status.ok }
     let cache = Unmanaged<Cache>.fromOpaque(UnsafeRawPointer(db))
+    let status: Int32
     do {
         try cache.takeUnretainedValue().close()
+        status = Status.ok
     } catch where error.code == .invalidArgument {
         // Inside a larder_foreach or larder_with_value callback of this handle: freeing it would
         // pull the cache from under the iteration or the bytes lent. The handle stays open.
-        LastError.set(error.description)
-        return
+        return Status.of(error)
     } catch {
-        // Closed anyway; the handle is freed below.
+        // Closed anyway (the next open repairs what was not written back); freed below.
+        status = Status.of(error)
     }
     cache.release()
+    return status
 }
 
 @c(larder_put)

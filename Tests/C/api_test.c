@@ -370,6 +370,31 @@ static void test_open_errors_and_options(void) {
     opts.struct_size = 0;
     CHECK(larder_open(path, &opts, &db) == LARDER_INVALID_ARGUMENT);
 
+    /* A program built with an older header (a smaller larder_options): init writes no further
+     * than its size, and open reads no further. */
+    unsigned char older[sizeof(larder_options) + 16];
+    memset(older, 0xAB, sizeof older);
+    larder_options_init_sized((larder_options *)(void *)older, 16);
+    CHECK(older[16] == 0xAB && older[0] == 16 && older[1] == 0 && older[4] == 0);
+    CHECK(larder_open(path, (larder_options *)(void *)older, &db) == LARDER_OK && db != NULL);
+    CHECK(larder_close(db) == LARDER_OK);
+    unlink(path);
+    /* One built with a newer header: fields this library does not know are refused once set. */
+    memset(older, 0xAB, sizeof older);
+    larder_options_init_sized((larder_options *)(void *)older, sizeof older);
+    CHECK(older[sizeof older - 1] == 0 && ((larder_options *)(void *)older)->struct_size == sizeof older);
+    CHECK(larder_open(path, (larder_options *)(void *)older, &db) == LARDER_OK && db != NULL);
+    CHECK(larder_close(db) == LARDER_OK);
+    older[sizeof older - 1] = 1;
+    CHECK(larder_open(path, (larder_options *)(void *)older, &db) == LARDER_INVALID_ARGUMENT && db == NULL);
+    unlink(path);
+
+    /* A path that is not UTF-8 is refused, not opened under a repaired name. */
+    char latin1[512];
+    snprintf(latin1, sizeof latin1, "%s/caf\xe9.larder", directory);
+    CHECK(larder_open(latin1, NULL, &db) == LARDER_INVALID_ARGUMENT && db == NULL);
+    CHECK(access(latin1, F_OK) != 0);
+
     /* A foreign file. */
     FILE *f = fopen(path, "w");
     fputs("definitely not a cache file, just some text that is long enough\n", f);
@@ -576,10 +601,10 @@ static int close_inside(void *ctx, const void *key, size_t key_len, size_t value
     (void)key;
     (void)key_len;
     (void)value_len;
-    larder_close(walk_db);
     /* Refused, with a message; the handle still works. */
-    *(int *)ctx = strlen(larder_last_error_message()) > 0 ? larder_contains(walk_db, "k1", 2) : -1;
-    return 1;
+    int refused = larder_close(walk_db) == LARDER_INVALID_ARGUMENT && strlen(larder_last_error_message()) > 0;
+    *(int *)ctx = refused ? larder_contains(walk_db, "k1", 2) : -1;
+    return 100;
 }
 
 static void test_foreach_clear_sync(void) {
@@ -596,7 +621,7 @@ static void test_foreach_clear_sync(void) {
     CHECK(larder_foreach(db, stop_early, &seen) == 42 && seen == 3);
     int inner = 0;
     walk_db = db;
-    CHECK(larder_foreach(db, close_inside, &inner) == 1 && inner == LARDER_OK);
+    CHECK(larder_foreach(db, close_inside, &inner) == 100 && inner == LARDER_OK);
     inner = 0;
     CHECK(larder_foreach(db, delete_inside, &inner) == LARDER_OK && inner == 10);
     w.count = 0;
@@ -608,8 +633,9 @@ static void test_foreach_clear_sync(void) {
     CHECK(larder_foreach(db, count_entries, &w) == LARDER_OK && w.count == 0);
     /* A close that closed leaves no earlier call's message behind: its message is its answer. */
     CHECK(larder_put(db, NULL, 1, "1", 1, 0) == LARDER_INVALID_ARGUMENT && strlen(larder_last_error_message()) > 0);
-    larder_close(db);
+    CHECK(larder_close(db) == LARDER_OK);
     CHECK(strcmp(larder_last_error_message(), "") == 0);
+    CHECK(larder_close(NULL) == LARDER_OK);
 }
 
 static void test_strings(void) {
