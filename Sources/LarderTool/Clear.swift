@@ -13,8 +13,7 @@ extension LarderCommand {
         func run() throws {
             try reportingErrors {
                 let cache = try openExisting(cacheFile.file)
-                let count = cache.count
-                try cache.removeAll()
+                let count = try cache.removeAll()
                 try cache.close()
                 Output.print("removed \(CountText.entries(count))")
             }

@@ -39,6 +39,10 @@ extension LarderCommand {
 
         func validate() throws {
             if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }
+            if hexKey && prefix == nil { throw ValidationError("--hex-key applies to --prefix, which is missing") }
+            if pages, let ignored = [(prefix != nil, "--prefix"), (values, "--values"), (hex, "--hex")].first(where: \.0) {
+                throw ValidationError("\(ignored.1) does not apply to --pages, which shows every region")
+            }
             if let prefix, KeyText.parse(prefix, hex: hexKey) == nil {
                 throw ValidationError("--prefix '\(prefix)' is not hexadecimal")
             }

@@ -1,8 +1,11 @@
 /// Keys and values shown safely on a terminal, and keys read from the command line.
 ///
-/// Valid UTF-8 is shown as it is, except control characters; everything else is escaped, byte
-/// by byte, as `\xNN`, and a backslash as `\\`. So binary keys can neither garble a terminal
-/// nor be mistaken for other keys, and text keys read as themselves.
+/// Valid UTF-8 is shown as it is, except characters that do not show as themselves: controls,
+/// invisible formatting (bidirectional overrides, zero-width characters), line and paragraph
+/// separators, and spaces other than the plain one. Those and every byte of invalid UTF-8 are
+/// escaped, byte by byte, as `\xNN`, and a backslash as `\\`. So binary keys can neither garble
+/// a terminal nor be mistaken for other keys (a hostile file's `a\u{202E}b` does not show as
+/// `ab` reversed), and text keys read as themselves.
 enum KeyText {
     static func display(_ bytes: [UInt8]) -> String {
         var text = ""
@@ -15,10 +18,10 @@ enum KeyText {
                 continue
             }
             let scalar = String(decoding: bytes[index..<index + length], as: UTF8.self)
-            let value = scalar.unicodeScalars.first!.value
-            if value < 0x20 || value == 0x7F || (0x80...0x9F).contains(value) {
+            let character = scalar.unicodeScalars.first!
+            if !showsAsItself(character) {
                 text += bytes[index..<index + length].map(escape).joined()
-            } else if value == UInt32(UInt8(ascii: "\\")) {
+            } else if character == "\\" {
                 text += "\\\\"
             } else {
                 text += scalar
@@ -26,6 +29,18 @@ enum KeyText {
             index += length
         }
         return text
+    }
+
+    /// Whether `character` shows on a terminal as itself, and only as itself.
+    private static func showsAsItself(_ character: Unicode.Scalar) -> Bool {
+        switch character.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .unassigned:
+            return false
+        case .spaceSeparator:
+            return character == " "
+        default:
+            return true
+        }
     }
 
     /// The key given on the command line: its UTF-8 bytes, or with `hex` the bytes it spells.

@@ -187,6 +187,29 @@ struct InspectionCommandTests {
         try Larder.expect(["get", path, "café ☕"], stdout: "two")
     }
 
+    /// Characters that do not show as themselves are escaped too: a bidirectional override, a
+    /// zero-width space, a no-break space (each could make one key look like another).
+    @Test func invisibleCharactersInKeysAreEscaped() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(path: path, options: .init(capacity: .megabytes(1)))
+        try cache.set(Data("x".utf8), forKey: "a\u{202E}b\u{200B}c\u{00A0}d é")
+        try cache.close()
+        let shown = try Larder.expect(["dump", path]).stdout
+        #expect(shown.contains(#"a\xe2\x80\xaeb\xe2\x80\x8bc\xc2\xa0d é"#), "\(shown)")
+    }
+
+    /// Flags that would be ignored are refused: the output would not be what was asked for.
+    @Test func dumpRefusesFlagsThatDoNotApply() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Cache(path: path).set(Data("x".utf8), forKey: "k")
+        for flags in [["--pages", "--prefix", "k"], ["--pages", "--values"], ["--pages", "--hex"], ["--hex-key"]] {
+            let run = try Larder.expect(["dump"] + flags + [path], status: 64)
+            #expect(run.stderr.contains("Usage: larder dump"), "\(run.stderr)")
+        }
+    }
+
     @Test func getWritesTheExactBytes() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
