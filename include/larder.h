@@ -84,9 +84,13 @@ typedef struct larder_options {
  * newer header, whose larder_options has grown, writes no further than that, and larder_open
  * reads no further than struct_size. Fields a newer header adds are 0 by default; larder_open
  * refuses (LARDER_INVALID_ARGUMENT) a struct_size larger than its own only when a byte past its
- * own is not 0: an option set that this library does not know. Bindings that cannot use the
- * macro call larder_options_init_sized with the size of their larder_options. */
+ * own is not 0: an option set that this library does not know (and a struct_size over 4096, which
+ * no larder_options has). Bindings that cannot use the macro call larder_options_init_sized with
+ * the size of their larder_options. */
 void larder_options_init_sized(larder_options *opts, size_t size);
+/* The function of the same name, for programs built before the macro and for bindings that call
+ * by name: it fills the 40 bytes of the first larder_options, and no more. */
+void (larder_options_init)(larder_options *opts);
 #define larder_options_init(opts) larder_options_init_sized((opts), sizeof *(opts))
 
 /* Opens the cache at `path` (UTF-8: other bytes are LARDER_INVALID_ARGUMENT), creating it unless

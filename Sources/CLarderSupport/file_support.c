@@ -72,9 +72,21 @@ int lrd_byte_is_locked(int fd, uint64_t start, int process_owned) {
  * want of one (a failed retirement would leave the number naming the file, to be closed later,
  * dropping the process's locks where they belong to the process). */
 static int null_descriptor = -1;
+static dev_t null_device;
 static pthread_once_t null_once = PTHREAD_ONCE_INIT;
 
-static void open_null(void) { null_descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC); }
+static void open_null(void) {
+    null_descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    struct stat info;
+    if (null_descriptor >= 0 && fstat(null_descriptor, &info) == 0) null_device = info.st_rdev;
+}
+
+/* Whether `fd` is still /dev/null: a program that closed every descriptor may have had the number
+ * given to another file since (a cache file, even), which a retirement must not copy. */
+static int is_null_descriptor(int fd) {
+    struct stat info;
+    return fd >= 0 && fstat(fd, &info) == 0 && S_ISCHR(info.st_mode) && info.st_rdev == null_device;
+}
 
 void lrd_prepare_retirement(void) { pthread_once(&null_once, open_null); }
 
@@ -91,8 +103,8 @@ void lrd_fill_standard_descriptors(void) {
 int lrd_retire_descriptor(int fd) {
     lrd_prepare_retirement();
     int null = null_descriptor;
-    /* Closed by the program since (a daemon closing every descriptor): a fresh one, this once. */
-    int own = null < 0 || fcntl(null, F_GETFD) < 0;
+    /* Closed by the program since, its number perhaps another file's now: a fresh one, this once. */
+    int own = !is_null_descriptor(null);
     if (own && (null = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) return errno;
     int rc = 0;
     while (dup2(null, fd) < 0) {

@@ -72,13 +72,19 @@ enum Arguments {
         }
     }
 
+    /// The largest `struct_size` taken (a newer header's options, grown): larger is garbage.
+    static let maximumOptionsSize = 4096
+
     /// `Cache.Options` from a `larder_options`, reading only the fields `struct_size` covers.
     static func options(_ pointer: UnsafePointer<larder_options>?) -> Result<Cache.Options, StatusError> {
         var options = Cache.Options()
         guard let pointer else { return .success(options) }
         let raw = UnsafeRawPointer(pointer)
         let size = Int(raw.loadUnaligned(as: UInt32.self))
-        guard size >= 8 else { return .failure(StatusError.invalid("larder_options.struct_size is \(size); call larder_options_init")) }
+        // Bytes past the struct are read below: a size no larder_options has is refused first.
+        guard size >= 8, size <= maximumOptionsSize else {
+            return .failure(StatusError.invalid("larder_options.struct_size is \(size); call larder_options_init"))
+        }
         // A newer header's fields past this library's: unset (0) they ask for nothing it lacks.
         let known = MemoryLayout<larder_options>.size
         if size > known, UnsafeRawBufferPointer(start: raw + known, count: size - known).contains(where: { $0 != 0 }) {

@@ -27,6 +27,15 @@ func withCache(_ db: UnsafeMutablePointer<larder>?, _ body: (Cache) throws -> In
     }
 }
 
+/// The first `larder_options` (format of larder.h 0.1): what the exported `larder_options_init`
+/// fills, whatever the struct has grown to since.
+private let firstOptionsSize = 40
+
+@c(larder_options_init)
+public func larderOptionsInit(_ opts: UnsafeMutablePointer<larder_options>?) {
+    larderOptionsInitSized(opts, firstOptionsSize)
+}
+
 @c(larder_options_init_sized)
 public func larderOptionsInitSized(_ opts: UnsafeMutablePointer<larder_options>?, _ size: size_t) {
     // `size` is the caller's sizeof, which may be smaller (an older header) or larger (a newer

@@ -1,11 +1,12 @@
 /// Keys and values shown safely on a terminal, and keys read from the command line.
 ///
 /// Valid UTF-8 is shown as it is, except characters that do not show as themselves: controls,
-/// invisible formatting (bidirectional overrides, zero-width characters), line and paragraph
-/// separators, and spaces other than the plain one. Those and every byte of invalid UTF-8 are
-/// escaped, byte by byte, as `\xNN`, and a backslash as `\\`. So binary keys can neither garble
-/// a terminal nor be mistaken for other keys (a hostile file's `a\u{202E}b` does not show as
-/// `ab` reversed), and text keys read as themselves.
+/// invisible and ignorable characters (bidirectional overrides, zero-width characters, variation
+/// selectors), line and paragraph separators, and spaces other than the plain one. Those and
+/// every byte of invalid UTF-8 are escaped, byte by byte, as `\xNN`, and a backslash as `\\`.
+/// So keys can neither garble a terminal nor hide characters (a hostile file's `a\u{202E}b` does
+/// not show as `ab` reversed). Keys that merely look alike (a precomposed `é` and `e` with a
+/// combining accent, Latin `a` and Cyrillic `а`) show as they are; `key_hex` tells them apart.
 enum KeyText {
     static func display(_ bytes: [UInt8]) -> String {
         var text = ""
@@ -31,8 +32,10 @@ enum KeyText {
         return text
     }
 
-    /// Whether `character` shows on a terminal as itself, and only as itself.
+    /// Whether `character` shows on a terminal as something (no invisible or ignorable
+    /// character, which would hide in a key), and only as itself (no control sequence).
     private static func showsAsItself(_ character: Unicode.Scalar) -> Bool {
+        if character.properties.isDefaultIgnorableCodePoint { return false }
         switch character.properties.generalCategory {
         case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .unassigned:
             return false

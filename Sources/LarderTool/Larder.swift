@@ -30,9 +30,9 @@ struct LarderCommand: ParsableCommand {
     /// closed standard output would be the number the cache file is opened under.
     static func main() {
         Output.claimStandardOutput()
-        for position in 1..<Int(CommandLine.argc) {
+        for position in stride(from: 1, to: Int(CommandLine.argc), by: 1) {
             guard let argument = CommandLine.unsafeArgv[position], String(validatingCString: argument) == nil else { continue }
-            Output.error("argument \(position) is not UTF-8 text; give a binary key with --hex-key")
+            Output.error("argument \(position) is not UTF-8 text (a binary key can be given with --hex-key)")
             Foundation.exit(ExitCode.validationFailure.rawValue)
         }
         main(nil)

@@ -68,7 +68,14 @@ enum ExitStatus {
 /// Runs a command's body, turning a `LarderError` into a line on stderr and exit status 2.
 func reportingErrors(_ body: () throws -> Void) throws {
     do {
-        try body()
+        do {
+            try body()
+        } catch let status as ExitCode {
+            // A command that ends with status 1 (a key not there, damage found) has printed what
+            // it found: output lost on the way is the failure to report.
+            try Output.finish()
+            throw status
+        }
         try Output.finish()
     } catch let error as LarderError {
         Output.error(describe(error))

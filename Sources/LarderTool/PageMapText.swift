@@ -79,7 +79,7 @@ struct PageMapText {
             return text
         case .damaged: return "copy \(copy.copy), DAMAGED (checksum mismatch)"
         case .blank: return "copy \(copy.copy), blank"
-        case .creationMarker: return "copy \(copy.copy), creation marker"
+        case .unfinishedCreation: return "copy \(copy.copy), unfinished creation"
         case .missing: return "copy \(copy.copy), not a meta page"
         }
     }

@@ -389,11 +389,24 @@ static void test_open_errors_and_options(void) {
     CHECK(larder_open(path, (larder_options *)(void *)older, &db) == LARDER_INVALID_ARGUMENT && db == NULL);
     unlink(path);
 
-    /* A path that is not UTF-8 is refused, not opened under a repaired name. */
-    char latin1[512];
+    /* The function itself (a program built before the macro): the first 40-byte layout. */
+    memset(older, 0xAB, sizeof older);
+    (larder_options_init)((larder_options *)(void *)older);
+    CHECK(older[0] == 40 && older[39] == 0 && older[40] == 0xAB);
+    CHECK(larder_open(path, (larder_options *)(void *)older, &db) == LARDER_OK && db != NULL);
+    CHECK(larder_close(db) == LARDER_OK);
+    unlink(path);
+    /* A struct_size no larder_options has (left uninitialised) is refused, not read past. */
+    larder_options_init(&opts);
+    opts.struct_size = 0x7FFFFFF0u;
+    CHECK(larder_open(path, &opts, &db) == LARDER_INVALID_ARGUMENT && db == NULL);
+
+    /* A path that is not UTF-8 is refused, not opened under a repaired name (U+FFFD's bytes). */
+    char latin1[512], repaired[512];
     snprintf(latin1, sizeof latin1, "%s/caf\xe9.larder", directory);
+    snprintf(repaired, sizeof repaired, "%s/caf\xef\xbf\xbd.larder", directory);
     CHECK(larder_open(latin1, NULL, &db) == LARDER_INVALID_ARGUMENT && db == NULL);
-    CHECK(access(latin1, F_OK) != 0);
+    CHECK(access(latin1, F_OK) != 0 && access(repaired, F_OK) != 0);
 
     /* A foreign file. */
     FILE *f = fopen(path, "w");

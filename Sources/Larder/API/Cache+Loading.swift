@@ -33,7 +33,7 @@ public struct LoadResult<Value> {
         /// An unexpired value from the cache; the loader was not called.
         case cache
         /// The loader's value, now stored in the cache when the cache could keep it (not on a
-        /// read-only handle, nor a value too large, nor when the disk refused the write).
+        /// read-only handle, nor a value too large, nor when the disk was full).
         case loader
         /// The loader failed (see ``LoadResult/loadError``); this is the copy the cache held,
         /// possibly expired.
@@ -79,8 +79,8 @@ extension Cache {
     ///   - coder: How to encode and decode; `nil` uses `options.coder` (JSON by default).
     ///   - loader: Makes the value: a network request, a computation, ...
     /// - Throws: What `loader` throws; a coder's error; a ``LarderError`` from the cache's read
-    ///   (a loaded value the cache cannot store, too large or refused by a read-only handle or a
-    ///   full disk, is returned all the same);
+    ///   or its write (a loaded value the cache cannot store, too large or refused by a read-only
+    ///   handle or a full disk, is returned all the same);
     ///   `CancellationError` when the calling task is cancelled while it waits (the shared load
     ///   goes on, and its value is stored).
     public func value<Value: Codable & SendableMetatype>(_ type: Value.Type = Value.self, forKey key: some CacheKey,
@@ -127,6 +127,8 @@ extension Cache {
                                      coder: (any CacheCoder)? = nil,
                                      using loader: @escaping @Sendable () async throws -> Value) async throws -> LoadResult<Value> {
         let keyBytes = key.withCacheKeyBytes { Data($0) }
+        // Refused before the loader runs, rather than its value not stored on every call.
+        if let expiry, !expiry.isNumber { throw LarderError(.invalidArgument, "the expiry is not a number (NaN)", path: path) }
         var reload = policy.reloadsFreshValues
         if !reload {
             switch try cachedValue(type, forKey: keyBytes, coder: coder) {
@@ -195,11 +197,16 @@ extension Cache {
 
     /// Stores the loaded `value` and returns its bytes. A value the cache cannot keep (too
     /// large, a read-only handle, a full disk) is still returned: the load succeeded, and a
-    /// cache may always lose a value; only the coder's failure to encode it is an error.
+    /// cache may always lose a value. Any other failure (a damaged file, an I/O error, the coder
+    /// failing to encode) is thrown.
     private func keep<Value: Encodable>(_ value: Value, forKey key: Data, expiry: Expiry?,
                                         coder: (any CacheCoder)?) throws -> Data {
         let data = try encoded(value, coder: coder)
-        try? set(data, forKey: key, expiry: expiry)
+        do {
+            try set(data, forKey: key, expiry: expiry)
+        } catch where [LarderError.Code.tooLarge, .readOnly, .full].contains(error.code) {
+            // Returned all the same.
+        }
         return data
     }
 

@@ -304,6 +304,9 @@ final class CacheStore {
         store.state.tail = dataStart + segmentBytes
         store.state.spanBytes = 0
         store.state.nextSequence = 2
+        // On the disk before a meta copy names them (FORMAT.md 2.7): a power cut then leaves the
+        // marker or a whole file, never meta copies over pages not yet written.
+        try file.flush()
         // Both copies start identical; from now on writes alternate between them.
         for page in 0..<FileLayout.metaPageCount {
             meta.encode(into: file.mutableBytes(at: page * pageSize, count: Meta.encodedSize))
@@ -437,7 +440,7 @@ final class CacheStore {
         }
         let valid = candidates.compactMap { try? $0.get() }.sorted { $0.sequence > $1.sequence }
         if !valid.isEmpty { return .valid(valid) }
-        if FileLayout.isCreationMarker(first) { return .unformatted }
+        if FileLayout.isUnfinishedCreation(firstBytes: first, fileSize: try descriptor.size()) { return .unformatted }
         let damaged = candidates.contains { if case .failure(.damaged) = $0 { return true } else { return false } }
         if damaged {
             throw LarderError(.corrupt, "both meta pages are damaged")

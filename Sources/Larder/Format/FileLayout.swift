@@ -59,9 +59,17 @@ enum FileLayout {
         withUnsafeBytes(of: creationMagic.littleEndian) { Array($0) } + [UInt8](repeating: 0, count: Meta.encodedSize - 8)
     }
 
-    /// Whether `bytes`, read at offset 0, start with `creationMagic`: a creation cut short.
+    /// Whether `bytes`, read at offset 0, start with `creationMagic`.
     static func isCreationMarker(_ bytes: [UInt8]) -> Bool {
         bytes.count >= 8 && bytes.prefix(8).elementsEqual(withUnsafeBytes(of: creationMagic.littleEndian) { Array($0) })
+    }
+
+    /// Whether a file of `fileSize` bytes that starts with `firstBytes` (up to a meta copy's
+    /// size, read at offset 0) is a creation cut short (FORMAT.md 2.3): it has the marker, or
+    /// it is no longer than the marker and all zero (the marker's write lost to a power cut on a
+    /// file system that kept the new size, not the bytes; such a file holds nothing to lose).
+    static func isUnfinishedCreation(firstBytes: [UInt8], fileSize: Int) -> Bool {
+        isCreationMarker(firstBytes) || (fileSize <= Meta.encodedSize && firstBytes.allSatisfy { $0 == 0 })
     }
 
     static func isValidPageSize(_ size: Int) -> Bool {

@@ -42,7 +42,7 @@
         defer { if !owned { descriptor.close() } }
         diskSize = try descriptor.size()
         guard diskSize > 0 else { throw LarderError(.invalidArgument, "the file is empty, not a cache", path: path) }
-        let (copies, inUse) = try FileInspector.readMetaCopies(descriptor)
+        let (copies, inUse) = try FileInspector.readMetaCopies(descriptor, diskSize: diskSize)
         metaCopies = copies
         meta = try FileInspector.chooseMeta(copies, inUse: inUse, path: path)
         let mapped = try MappedFile(descriptor, readOnly: true, mappedLength: diskSize)
@@ -68,8 +68,9 @@
             case damaged
             /// All 128 bytes are zero.
             case blank
-            /// The creation marker (copy 0 only): the file's creation had not written this copy.
-            case creationMarker
+            /// Copy 0 of a creation cut short (FORMAT.md 2.3): the creation marker, or a file no
+            /// longer than a copy and all zero.
+            case unfinishedCreation
             /// No magic (or the file ends before the copy).
             case missing
         }
@@ -88,17 +89,17 @@
         let offset: Int
         let result: Result<Meta, Meta.Rejection>
         let blank: Bool
-        let creationMarker: Bool
+        let unfinishedCreation: Bool
     }
 
     /// Reads copy 0, then copy 1 one page in (every possible page size when copy 0 does not say
     /// which), as docs/FORMAT.md section 2.3 prescribes.
-    private static func readMetaCopies(_ descriptor: FileDescriptor) throws(LarderError) -> (copies: [MetaCopy], inUse: Meta?) {
+    private static func readMetaCopies(_ descriptor: FileDescriptor, diskSize: Int) throws(LarderError) -> (copies: [MetaCopy], inUse: Meta?) {
         func decode(at offset: Int) throws(LarderError) -> DecodedCopy {
             let bytes = try descriptor.read(count: Meta.encodedSize, at: offset)
             return DecodedCopy(offset: offset, result: bytes.withUnsafeBytes { Meta.decode($0) },
                                blank: bytes.count == Meta.encodedSize && bytes.allSatisfy { $0 == 0 },
-                               creationMarker: offset == 0 && FileLayout.isCreationMarker(bytes))
+                               unfinishedCreation: offset == 0 && FileLayout.isUnfinishedCreation(firstBytes: bytes, fileSize: diskSize))
         }
         let first = try decode(at: 0)
         var second: DecodedCopy?
@@ -118,10 +119,16 @@
             if second == nil { second = try decode(at: FileLayout.minimumPageSize) }
         }
         let decoded = [first, second!]
+        // Candidates as the engine takes them: a copy read one page in that records another
+        // page size is not one (FORMAT.md 2.3).
+        func candidate(_ copy: DecodedCopy) -> Meta? {
+            guard case .success(let meta) = copy.result, copy.offset == 0 || meta.pageSize == copy.offset else { return nil }
+            return meta
+        }
         // A newest copy of a newer format is not passed over for an older one (FORMAT.md 2.5).
-        let newestWritten = decoded.compactMap { try? $0.result.get() }.max { $0.sequence < $1.sequence }
+        let newestWritten = decoded.compactMap(candidate).max { $0.sequence < $1.sequence }
         let chosen = newestWritten?.isReadable == false ? nil : decoded.enumerated().compactMap { index, copy -> (Int, Meta)? in
-            guard case .success(let meta) = copy.result, meta.isReadable,
+            guard let meta = candidate(copy), meta.isReadable,
                   meta.validationFailure() == nil else { return nil }
             return (index, meta)
         }.max { $0.1.sequence < $1.1.sequence }
@@ -139,7 +146,7 @@
             case .failure(.damaged):
                 status = .damaged
             case .failure(.notLarder):
-                status = copy.blank ? .blank : copy.creationMarker ? .creationMarker : .missing
+                status = copy.unfinishedCreation ? .unfinishedCreation : copy.blank ? .blank : .missing
             }
             return MetaCopy(copy: index, offset: copy.offset, status: status, problem: problem, inUse: index == chosen?.0)
         }
@@ -153,12 +160,13 @@
             if case .valid(let sequence) = copy.status { sequence } else { nil }
         }
         guard let newest = copies.filter({ sequence($0) != nil }).max(by: { sequence($0)! < sequence($1)! }) else {
-            if copies.contains(where: { $0.status == .damaged }) {
-                throw LarderError(.corrupt, "both meta pages are damaged", path: path)
-            }
-            if copies[0].status == .creationMarker {
+            // In the engine's order (FORMAT.md 2.3): an unfinished creation before damage.
+            if copies[0].status == .unfinishedCreation {
                 throw LarderError(.incompatible, "not a cache file yet: its creation did not finish (a read-write open creates it anew)",
                                   path: path)
+            }
+            if copies.contains(where: { $0.status == .damaged }) {
+                throw LarderError(.corrupt, "both meta pages are damaged", path: path)
             }
             throw LarderError(.incompatible, "not a Larder cache file", path: path)
         }

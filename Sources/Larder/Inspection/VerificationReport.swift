@@ -44,7 +44,7 @@ extension FileInspector {
             switch copy.status {
             case .damaged: problem(copy.offset, "meta copy \(copy.copy): checksum mismatch")
             case .blank: problem(copy.offset, "meta copy \(copy.copy): all zeros")
-            case .creationMarker: problem(copy.offset, "meta copy \(copy.copy): the creation marker, never written over")
+            case .unfinishedCreation: problem(copy.offset, "meta copy \(copy.copy): never written (a creation cut short)")
             case .missing: problem(copy.offset, "meta copy \(copy.copy): not a meta page")
             case .valid:
                 if let reason = copy.problem { problem(copy.offset, "meta copy \(copy.copy): \(reason)") }
