@@ -274,7 +274,8 @@ struct larder_stats {
     uint64_t evictions;      /* entries dropped to make room */
     uint64_t expirations;    /* entries dropped because their time was up */
     uint64_t updates;        /* puts that replaced a value */
-    uint64_t removals;       /* entries removed by larder_delete or larder_clear */
+    uint64_t removals;       /* entries removed by larder_delete(_many), larder_clear, larder_delete_prefix,
+                                larder_remove_older (an expired one counts as an expiration) */
     uint64_t relocations;    /* entries moved to the head of the ring because they were read */
     uint64_t recoveries;     /* times the file was rebuilt after an unclean close */
 };

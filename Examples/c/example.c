@@ -1,6 +1,6 @@
 /* Larder from C: the same cache file the Swift demo uses.
  *
- *   cc -std=c11 -I../../include example.c -L../../.build/release -Wl,-rpath,../../.build/release -lLarderC -o example
+ *   cc -std=c11 -I../../include example.c -L../../.build/release -Wl,-rpath,$PWD/../../.build/release -lLarderC -o example
  *   ./example /tmp/larder-demo.larder
  */
 #include "larder.h"

@@ -55,8 +55,8 @@ public final class Cache: @unchecked Sendable {
 
         /// Options for opening a cache; every one has a default.
         ///
-        /// The corresponding C function is `larder_options_init`, which fills a `larder_options`
-        /// with the same defaults.
+        /// The corresponding C call is `larder_options_init` (a macro over
+        /// `larder_options_init_sized`), which fills a `larder_options` with the same defaults.
         public init(capacity: ByteCount? = nil, pageSize: Int = 4096, defaultExpiry: Expiry = .never,
                     readOnly: Bool = false, permissions: UInt16 = 0o600,
                     compression: Compression = .none, compressionThreshold: Int = 128,

@@ -23,8 +23,8 @@ public struct CacheStatistics: Hashable, Sendable {
     public var inserts: UInt64
     /// Keys stored that replaced a value.
     public var updates: UInt64
-    /// Entries removed by a call: `removeValue`, `removeAll`, `removeAll(withPrefix:)`,
-    /// `removeOlder(than:)`.
+    /// Entries removed by a call: `removeValue`, `removeValues(forKeys:)`, `removeAll`,
+    /// `removeAll(withPrefix:)`, `removeOlder(than:)` (an expired one counts as an expiration).
     public var removals: UInt64
     /// Entries dropped to make room.
     public var evictions: UInt64
