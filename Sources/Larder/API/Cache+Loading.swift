@@ -128,7 +128,7 @@ extension Cache {
                                      using loader: @escaping @Sendable () async throws -> Value) async throws -> LoadResult<Value> {
         let keyBytes = key.withCacheKeyBytes { Data($0) }
         // Refused before the loader runs, rather than its value not stored on every call.
-        if let expiry, !expiry.isNumber { throw LarderError(.invalidArgument, "the expiry is not a number (NaN)", path: path) }
+        if let expiry, !expiry.isNumber { throw notANumber() }
         var reload = policy.reloadsFreshValues
         if !reload {
             switch try cachedValue(type, forKey: keyBytes, coder: coder) {

@@ -147,11 +147,18 @@ public final class Cache: @unchecked Sendable {
     func setValue(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer, expiry: Expiry?,
                   compression: Compression?) throws(LarderError) {
         let expiry = expiry ?? options.defaultExpiry
-        guard expiry.isNumber else { throw LarderError(.invalidArgument, "the expiry is not a number (NaN)", path: path) }
+        guard expiry.isNumber else { throw notANumber() }
         let compress = (compression ?? options.compression) == .lz4 && value.count >= options.compressionThreshold
         try write { () throws(LarderError) in
             try store.put(key: key, value: value, compress: compress, expiry: expiry)
         }
+    }
+
+    /// Why `set` refuses an expiry that is not a number, off the path of the writes that pass.
+    /// (Not described further: a `Date` of NaN seconds cannot be printed.)
+    @inline(never)
+    func notANumber() -> LarderError {
+        LarderError(.invalidArgument, "the expiry is not a number (NaN)", path: path)
     }
 
     /// Removes the value for `key`.

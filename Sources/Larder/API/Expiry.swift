@@ -15,6 +15,7 @@ public enum Expiry: Hashable, Sendable {
 
     /// Whether this is a time at all: `.seconds(.nan)` is not (a computation gone wrong), and
     /// `set` refuses it rather than store an entry that is expired at once.
+    @inline(__always)
     var isNumber: Bool {
         switch self {
         case .never: true
