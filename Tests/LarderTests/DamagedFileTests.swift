@@ -38,6 +38,20 @@ struct DamagedFileTests {
         }
     }
 
+    /// A clear writes both meta copies, each made durable: with one, the meta write after next
+    /// would go over the only copy on disk that holds the clear, and a power cut tearing it
+    /// would bring a copy from before the clear back in force.
+    @Test func aClearIsInBothMetaCopies() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        for index in 0..<10 { try cache.set([UInt8(index)], forKey: "k\(index)") }
+        let before = newestMeta(try [UInt8](Data(contentsOf: URL(fileURLWithPath: directory.path())))).firstValidSequence
+        try cache.removeAll()
+        let copies = metaCopies(try [UInt8](Data(contentsOf: URL(fileURLWithPath: directory.path()))))
+        #expect(copies.count == 2)
+        #expect(copies.allSatisfy { $0.firstValidSequence > before })
+    }
+
     /// The meta copy a reader takes: the valid one with the higher sequence.
     private func newestMeta(_ bytes: [UInt8]) -> Meta {
         metaCopies(bytes).max { $0.sequence < $1.sequence }!

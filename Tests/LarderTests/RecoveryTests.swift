@@ -129,6 +129,65 @@ struct RecoveryTests {
         #expect(cache.count == 1)
     }
 
+    /// A power cut that kept the record pages a grown ring had written, but not the meta copy
+    /// naming the grown size, leaves live records past the ring's end, numbered above anything
+    /// recovery then hands out. Taken back in when the ring grows again, they won over later,
+    /// synced writes of their keys at the next recovery: recovery now cuts them off.
+    @Test func recordsLeftPastTheRingsEndDoNotComeBack() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(at: path, capacity: 16 << 20)
+        try cache.set(VersionedValue.make(key: 1, version: 1), forKey: "k1")
+        try cache.sync()
+        let small = cache.fileBytes
+        let metaBefore = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)).prefix(2 * 4096))
+        var filler = 0
+        while cache.fileBytes == small {
+            try cache.set(pattern(filler, count: 1_000), forKey: "f\(filler)")
+            filler += 1
+        }
+        let grown = cache.fileBytes
+        // Well past the end of the small ring, and past what one more growth's first records take.
+        for _ in 0..<300 {
+            try cache.set(pattern(filler, count: 1_000), forKey: "f\(filler)")
+            filler += 1
+        }
+        #expect(cache.fileBytes == grown)
+        let newer = VersionedValue.make(key: 1, version: 2)
+        try cache.set(newer, forKey: "k1")
+        // The crash: this copy of the open file, with the meta copies of before the growth.
+        let crashed = directory.path("crashed.larder")
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        try cache.close()
+        bytes.replaceSubrange(0..<metaBefore.count, with: metaBefore)
+        let newerAt = try #require(bytes.firstRange(of: newer)).lowerBound
+        #expect(newerAt > small)
+        try Data(bytes).write(to: URL(fileURLWithPath: crashed))
+
+        // Recovered: the small ring, without version 2. Version 3 is written and synced, and the
+        // ring grows again, its head short of where version 2 lies.
+        var reopened = try Cache(path: crashed)
+        #expect(reopened.wasRecovered)
+        // (Version 1 is there, or lost: the copy holds its record marked dead by the overwrite.)
+        let recovered = try reopened.bytes(forKey: "k1")
+        #expect(recovered == nil || recovered.flatMap { VersionedValue.check($0, key: 1) } == 1)
+        try reopened.set(VersionedValue.make(key: 1, version: 3), forKey: "k1")
+        try reopened.sync()
+        var more = 0
+        while reopened.fileBytes == small {
+            try reopened.set(pattern(more, count: 1_000), forKey: "g\(more)")
+            more += 1
+        }
+        #expect(reopened.fileBytes >= newerAt)
+        // Another crash, and recovery over the grown ring: version 3 stands.
+        let again = directory.path("again.larder")
+        try FileManager.default.copyItem(atPath: crashed, toPath: again)
+        try reopened.close()
+        reopened = try Cache(path: again)
+        #expect(reopened.wasRecovered)
+        #expect(try reopened.bytes(forKey: "k1").flatMap { VersionedValue.check($0, key: 1) } == 3)
+    }
+
     @Test func aTruncatedFileOpensWithWhatSurvived() throws {
         let directory = TemporaryDirectory()
         let copy = try snapshotOfOpenCache(directory) { cache in

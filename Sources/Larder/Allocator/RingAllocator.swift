@@ -48,9 +48,24 @@ extension CacheStore {
         consider(activeIsland)
         consider(drainingIsland)
         if !readers.isEmpty {
-            for pinned in readers.pinnedRanges() { consider(pinned) }
+            for pinned in readers.pinnedRanges() where pinned.start >= head && pinned.start < limit
+                && isRecord(pinned, endingBy: limit) {
+                consider(pinned)
+            }
         }
         return (limit, obstacle)
+    }
+
+    /// Whether a reader's pin covers one record whole, within the free run that ends at
+    /// `limit`: what a pin on a record the tail has passed covers. A reader pins the range the
+    /// header it read names, before it checks that the record is still that one; a reader held
+    /// up meanwhile may pin a range the ring has since filled otherwise, which could reach past
+    /// the tail or into an index segment. Such a range is no obstacle (its reader's check fails,
+    /// whatever is written there): the head must not jump to its end.
+    private func isRecord(_ pinned: (start: Int, end: Int), endingBy limit: Int) -> Bool {
+        guard pinned.end <= limit,
+              let header = RecordHeader.read(from: file, at: pinned.start, limit: limit, seed: seed) else { return false }
+        return pinned.start &+ header.totalSize == pinned.end
     }
 
     /// Bytes of index segments parked in the gap (which the span does not count).

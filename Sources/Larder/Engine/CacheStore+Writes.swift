@@ -269,6 +269,10 @@ extension CacheStore {
         beginIndexChange()
         active.clear()
         endIndexChange()
+        // Both copies, each durable: with one, the meta write after next would go over the only
+        // copy on disk that holds the clear, and a power cut tearing it, the other copy not yet
+        // written back, would bring the cleared entries back (FORMAT.md 6.6).
+        try writeMeta(durable: true)
         try writeMeta(durable: true)
         deadRooms.pointee.list.removeAll()
         if oldDraining.exists { RecordHeader.markDead(in: file, at: oldDraining.offset) }

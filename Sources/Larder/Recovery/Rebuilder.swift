@@ -17,6 +17,8 @@ extension CacheStore {
             throw LarderError(.corrupt, "the ring is still inconsistent after recovery", path: path)
         }
         isRebuilding = true
+        // Records past the ring's end would come back when it grows again (MappedFile).
+        try file.discardPastEnd()
         // Recovery pads over whatever fails its checks: the listed rooms among it too.
         deadRooms.pointee.list.removeAll()
         // Readers of other processes that miss while the index is rebuilt look again.
