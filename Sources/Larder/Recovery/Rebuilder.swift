@@ -18,7 +18,7 @@ extension CacheStore {
         }
         isRebuilding = true
         // Records past the ring's end would come back when it grows again (MappedFile).
-        try file.discardPastEnd()
+        try file.discard(past: ringEnd)
         // Recovery pads over whatever fails its checks: the listed rooms among it too.
         deadRooms.pointee.list.removeAll()
         // Readers of other processes that miss while the index is rebuilt look again.

@@ -62,18 +62,20 @@ final class MappedFile {
         size = newSize
     }
 
-    /// Cuts the file on disk back to `size` when it is longer. What lies past the ring's end is
-    /// no part of the file, but a later `grow` keeps it (reserving blocks keeps their bytes): a
-    /// power cut can leave records there that the meta copy in force never named, which the ring
-    /// would take in again, newer-numbered than what recovery writes since (FORMAT.md 7.3).
-    func discardPastEnd() throws(LarderError) {
-        precondition(!isReadOnly)
-        guard try descriptor.size() > size else { return }
+    /// Cuts the file on disk back to `end` (the ring's end) when it is longer. What lies past the
+    /// ring's end is no part of the file, but a later `grow` keeps it (reserving blocks keeps
+    /// their bytes): a power cut can leave records there that the meta copy in force never named,
+    /// which the ring would take in again, newer-numbered than what recovery writes since
+    /// (FORMAT.md 7.4).
+    func discard(past end: Int) throws(LarderError) {
+        precondition(!isReadOnly && end >= 0)
+        guard try descriptor.size() > end else { return }
         do throws(LarderError) {
-            try SystemCall.retrying("ftruncate") { ftruncate(descriptor.rawValue, off_t(size)) }
+            try SystemCall.retrying("ftruncate") { ftruncate(descriptor.rawValue, off_t(end)) }
         } catch {
             throw error.at(path)
         }
+        size = min(size, end)
     }
 
     /// Makes the file `newSize` bytes long with disk space reserved for all of it, so that later
