@@ -223,6 +223,19 @@ struct BasicOperationsTests {
         }
     }
 
+    /// A lent value is checked against the key asked for, not the record's own key bytes, which
+    /// a writer of another process may change under a reader: a value passes only as its key's.
+    @Test func aLentValueIsCheckedAgainstTheKeyAskedFor() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1, 2, 3], forKey: "k1")
+        let store = cache.store
+        let view = store.currentView
+        let found = try #require(Array("k1".utf8).withUnsafeBytes { store.lookup($0, hash: KeyHash($0)) })
+        #expect(Array("k1".utf8).withUnsafeBytes { view.dataIsIntact(found, key: $0) })
+        #expect(!Array("k2".utf8).withUnsafeBytes { view.dataIsIntact(found, key: $0) })
+    }
+
     @Test func syncKeepsEverythingReadable() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())

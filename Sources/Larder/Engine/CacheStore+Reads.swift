@@ -312,7 +312,7 @@ extension CacheStore {
                 countMiss()
                 return false
             }
-            guard view.dataIsIntact(found) else { throw damaged(found) }
+            guard view.dataIsIntact(found, key: key) else { throw damaged(found) }
             let stored = view.storedValue(of: found)
             countHit(found, in: view)
             guard header.isCompressed else {

@@ -165,8 +165,12 @@ extension CacheStore {
     private func relocate(from offset: Int, header: RecordHeader) {
         let size = header.totalSize
         let destination = state.head
-        file.mutableBytes(at: destination, count: size)
-            .copyMemory(from: file.bytes(at: offset, count: size))
+        // Key and value only: the header is written after them, as every header is (FORMAT.md
+        // 4.3). Copied with them, the original's live first word and sequence would stand at the
+        // destination before its key and value had arrived, and a reader of another process
+        // holding a slot that named the destination once could take it for a whole record.
+        file.mutableBytes(at: destination + RecordHeader.size, count: size - RecordHeader.size)
+            .copyMemory(from: file.bytes(at: offset + RecordHeader.size, count: size - RecordHeader.size))
         var moved = header
         moved.sequence = takeSequence()
         // At the head now, wherever the original was written.

@@ -137,8 +137,11 @@ struct ReadView {
                              storedValue(of: found).baseAddress, found.header.storedLength)
     }
 
-    /// Whether the key and value bytes of the entry `found` match its data checksum.
-    func dataIsIntact(_ found: CacheStore.FoundEntry) -> Bool {
-        found.header.dataIsIntact(record: base + found.offset, seed: seed)
+    /// Whether `key` and the value bytes of the entry `found` match its data checksum: the
+    /// caller's key, not the bytes of the record's, so that a value passes only as the value of
+    /// the key asked for, whatever a writer of another process does to the record meanwhile.
+    func dataIsIntact(_ found: CacheStore.FoundEntry, key: UnsafeRawBufferPointer) -> Bool {
+        lrd_crc32c(lrd_crc32c(seed, key.baseAddress, key.count), storedValue(of: found).baseAddress, found.header.storedLength)
+            == found.header.dataChecksum
     }
 }
