@@ -36,7 +36,8 @@ public final class Cache: @unchecked Sendable {
         /// Page size of a new file: a power of two from 4096 to 65536. An existing file keeps its
         /// own, but a value outside that range is refused on every open.
         public var pageSize: Int
-        /// Expiry for writes that do not name one.
+        /// Expiry for writes that do not name one; one that is not a number (NaN) is refused
+        /// (`.invalidArgument`) when the cache opens.
         public var defaultExpiry: Expiry
         /// Open without the right to change anything; fails when the file does not exist. A file
         /// written by a newer Larder that this one can read but not maintain opens read-only
@@ -102,6 +103,10 @@ public final class Cache: @unchecked Sendable {
     public init(path: String, options: Options = Options()) throws(LarderError) {
         self.path = path
         self.options = options
+        // Checked once here, so that a write checks only the expiry it is given.
+        guard options.defaultExpiry.isNumber else {
+            throw LarderError(.invalidArgument, "the default expiry is not a number (NaN)", path: path)
+        }
         entry = try OpenFileRegistry.shared.open(path: path, configuration: .init(
             capacity: options.capacity?.bytes, pageSize: options.pageSize,
             readOnly: options.readOnly, permissions: options.permissions))
@@ -146,8 +151,8 @@ public final class Cache: @unchecked Sendable {
     @usableFromInline
     func setValue(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer, expiry: Expiry?,
                   compression: Compression?) throws(LarderError) {
+        if let expiry, !expiry.isNumber { throw notANumber() }
         let expiry = expiry ?? options.defaultExpiry
-        guard expiry.isNumber else { throw notANumber() }
         let compress = (compression ?? options.compression) == .lz4 && value.count >= options.compressionThreshold
         try write { () throws(LarderError) in
             try store.put(key: key, value: value, compress: compress, expiry: expiry)
@@ -390,18 +395,21 @@ public final class Cache: @unchecked Sendable {
     ///
     /// The corresponding C function is `larder_stats`.
     public var stats: CacheStatistics {
-        func snapshot(_ store: CacheStore, sizesKnown: Bool) -> CacheStatistics {
+        func snapshot() -> CacheStatistics {
             CacheStatistics(
-                entryCount: sizesKnown ? store.state.entryCount : 0, liveBytes: sizesKnown ? store.state.liveRawBytes : 0,
-                storedBytes: sizesKnown ? store.state.liveStoredBytes : 0, recordBytes: sizesKnown ? store.state.liveRecordBytes : 0,
-                fileBytes: sizesKnown ? store.ringEnd : 0, capacity: store.capacity,
+                entryCount: store.state.entryCount, liveBytes: store.state.liveRawBytes,
+                storedBytes: store.state.liveStoredBytes, recordBytes: store.state.liveRecordBytes,
+                fileBytes: store.ringEnd, capacity: store.capacity,
                 hits: store.counter(.hits), misses: store.counter(.misses), inserts: store.counter(.inserts),
                 updates: store.counter(.updates), removals: store.counter(.removals),
                 evictions: store.counter(.evictions), expirations: store.counter(.expirations),
                 relocations: store.counter(.relocations), recoveries: store.counter(.recoveries))
         }
-        return (try? readUnderLock { () throws(LarderError) in snapshot(store, sizesKnown: true) })
-            ?? lock.withReadLock { snapshot(store, sizesKnown: false) }
+        if let current = try? readUnderLock({ () throws(LarderError) in snapshot() }) { return current }
+        // Closed (or no view to be had): the counters as they stand, no sizes.
+        var counters = lock.withReadLock { snapshot() }
+        (counters.entryCount, counters.liveBytes, counters.storedBytes, counters.recordBytes, counters.fileBytes) = (0, 0, 0, 0, 0)
+        return counters
     }
 
     /// Reads sizes from an up-to-date view, or answers `fallback` for a closed cache.

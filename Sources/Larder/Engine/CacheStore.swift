@@ -166,8 +166,8 @@ final class CacheStore {
     ///
     /// An attempt that could not replace the file with a smaller one leaves
     /// `configuration.mayReplaceFile` false, for the caller's next attempt too.
+    /// The configuration has passed `validate` (the registry checks it before every open).
     static func open(path: String, configuration: inout Configuration) throws(LarderError) -> CacheStore {
-        try validate(configuration, path: path)
         // A compaction or a shrink renames a new file over `path` while it holds the old file's
         // locks; an open that waited for them then starts again on the new file.
         for _ in 0..<maximumOpenAttempts {
@@ -243,7 +243,8 @@ final class CacheStore {
             var alone = false
             if soleWriter { alone = try descriptor.lock(byte: LockByte.users, .exclusive, wait: false) }
             let store: CacheStore
-            let copies: MetaCopies = try descriptor.size() == 0 ? .unformatted : try readMetaCopies(descriptor)
+            let fileSize = try descriptor.size()
+            let copies: MetaCopies = fileSize == 0 ? .unformatted : try readMetaCopies(descriptor, fileSize: fileSize)
             switch copies {
             case .unformatted:
                 guard soleWriter else {
@@ -422,7 +423,7 @@ final class CacheStore {
     }
 
     /// Reads both meta copies.
-    private static func readMetaCopies(_ descriptor: FileDescriptor) throws(LarderError) -> MetaCopies {
+    private static func readMetaCopies(_ descriptor: FileDescriptor, fileSize: Int) throws(LarderError) -> MetaCopies {
         let first = try descriptor.read(count: Meta.encodedSize, at: 0)
         var candidates: [Result<Meta, Meta.Rejection>] = [first.withUnsafeBytes { Meta.decode($0) }]
         // The second copy sits one page in; without a valid first copy, try every page size.
@@ -440,7 +441,7 @@ final class CacheStore {
         }
         let valid = candidates.compactMap { try? $0.get() }.sorted { $0.sequence > $1.sequence }
         if !valid.isEmpty { return .valid(valid) }
-        if FileLayout.isUnfinishedCreation(firstBytes: first, fileSize: try descriptor.size()) { return .unformatted }
+        if FileLayout.isUnfinishedCreation(firstBytes: first, fileSize: fileSize) { return .unformatted }
         let damaged = candidates.contains { if case .failure(.damaged) = $0 { return true } else { return false } }
         if damaged {
             throw LarderError(.corrupt, "both meta pages are damaged")

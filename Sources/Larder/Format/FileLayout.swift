@@ -61,7 +61,7 @@ enum FileLayout {
 
     /// Whether `bytes`, read at offset 0, start with `creationMagic`.
     static func isCreationMarker(_ bytes: [UInt8]) -> Bool {
-        bytes.count >= 8 && bytes.prefix(8).elementsEqual(withUnsafeBytes(of: creationMagic.littleEndian) { Array($0) })
+        bytes.starts(with: creationMarker.prefix(8))
     }
 
     /// Whether a file of `fileSize` bytes that starts with `firstBytes` (up to a meta copy's
