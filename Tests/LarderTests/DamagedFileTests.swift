@@ -585,6 +585,46 @@ struct DamagedFileTests {
         }
     }
 
+    /// A hostile file with a valid header every 48 bytes, each claiming data to the ring's end
+    /// and failing its data checksum, is recovered (and verified) in time linear in the ring:
+    /// each failed check read the rest of the ring, some 6 minutes for this 32 MiB one before
+    /// recovery bounded the bytes its failed checks may read (FORMAT.md 7.4, step 3).
+    @Test(.timeLimit(.minutes(1))) func headersClaimingTheRestOfTheRingDoNotMakeRecoveryQuadratic() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        do {
+            let cache = try Cache(at: path, capacity: 64 << 20)
+            for key in 0..<32 { try cache.set(pattern(key, count: 1 << 20), forKey: "k\(key)") }
+            try cache.close()
+        }
+        try rewrite(path) { bytes in
+            let meta = newestMeta(bytes)
+            let ringEnd = meta.fileSize
+            #expect(ringEnd >= 32 << 20)
+            var offset = recordOffset(ofKey: "k0", in: bytes)
+            var headers = 0
+            while offset + RecordHeader.size + 16 <= ringEnd {
+                let stored = ringEnd - offset - RecordHeader.size - 16
+                for byte in offset..<(offset + RecordHeader.size) { bytes[byte] = 0 }
+                store(RecordHeader.Word0.compose(kind: .entry, flags: 0, keyLength: 1) | RecordHeader.Word0.liveBit,
+                      at: offset, in: &bytes)
+                store(UInt64(stored) | UInt64(stored) << 32, at: offset + RecordHeader.Field.storedLength, in: &bytes)
+                store(10, at: offset + RecordHeader.Field.sequence, in: &bytes)
+                resealHeader(at: offset, in: &bytes)
+                offset += RecordHeader.size
+                headers += 1
+            }
+            #expect(headers > 600_000)
+            bytes[2 * 4096 + 12] &= ~1 // the clean flag: recovery runs
+        }
+        #expect(!(try FileInspector(path: path).verify().report.isSound))
+        let cache = try Cache(path: path)
+        #expect(cache.wasRecovered)
+        #expect(cache.count == 0)
+        try cache.set([1], forKey: "after")
+        #expect(try cache.bytes(forKey: "after") == [1])
+    }
+
     /// The room of a dead entry is never taken where it would reach into an index segment,
     /// whatever the entry's header claimed (FORMAT.md 6.8). Before, a large entry whose hostile
     /// header ran into the segment placed after it left, once replaced, a room over the segment,

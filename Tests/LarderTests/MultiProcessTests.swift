@@ -34,6 +34,40 @@ struct MultiProcessTests {
         #expect(try cache.bytes(forKey: "k2999").flatMap { VersionedValue.check($0, key: 2999) } == 2)
     }
 
+    /// A writer that died between writing a meta copy and moving the change counter (the two
+    /// steps of `writeMeta`) left a copy the next writer's view does not know. Recovery takes
+    /// it up before it cuts the file back to the ring's end: with the older copy's smaller size,
+    /// it cut away the records the dead writer had written past it (and, under any process that
+    /// had mapped the larger size, pages it would read).
+    @Test func recoveryTakesUpAMetaCopyThatADeadWriterDidNotAnnounce() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(path: path, options: .init(capacity: .megabytes(32)))
+        try cache.set([1], forKey: "before")
+        let fileBefore = cache.fileBytes
+
+        await #expect(processExitsWith: .signal(SIGKILL)) { [path = path as String] in
+            let child = try Cache(path: path)
+            let store = child.entry.store
+            let announced = store.state.changeCounter
+            for key in 0..<5_000 { try child.set(VersionedValue.make(key: key, version: 3), forKey: "k\(key)") }
+            try store.withWriterLock { () throws(LarderError) in
+                // As if every meta copy written since had gone unannounced.
+                store.state.changeCounter = announced
+                kill(getpid(), SIGKILL)
+            }
+        }
+
+        try cache.set([2], forKey: "after")
+        #expect(cache.stats.recoveries == 1)
+        #expect(cache.fileBytes > fileBefore)
+        let lost = try (0..<5_000).filter { key in
+            try cache.bytes(forKey: "k\(key)").flatMap { VersionedValue.check($0, key: key) } != 3
+        }
+        #expect(lost.count == 0, "k\(lost.first ?? 0) lost first")
+        #expect(try cache.bytes(forKey: "before") == [1])
+    }
+
     @Test func writesOfAnotherProcessAreSeenWithoutReopening() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()

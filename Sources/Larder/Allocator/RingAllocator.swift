@@ -61,10 +61,13 @@ extension CacheStore {
     /// header it read names, before it checks that the record is still that one; a reader held
     /// up meanwhile may pin a range the ring has since filled otherwise, which could reach past
     /// the tail or into an index segment. Such a range is no obstacle (its reader's check fails,
-    /// whatever is written there): the head must not jump to its end.
+    /// whatever is written there): the head must not jump to its end. Readers pin entries only:
+    /// a pin over another kind of record (an index segment's header names a length no multiple
+    /// of 16) is no obstacle either, so the head, jumping only to an entry's end, stays aligned.
     private func isRecord(_ pinned: (start: Int, end: Int), endingBy limit: Int) -> Bool {
         guard pinned.end <= limit,
-              let header = RecordHeader.read(from: file, at: pinned.start, limit: limit, seed: seed) else { return false }
+              let header = RecordHeader.read(from: file, at: pinned.start, limit: limit, seed: seed),
+              header.kind == .entry else { return false }
         return pinned.start &+ header.totalSize == pinned.end
     }
 

@@ -645,6 +645,11 @@ final class CacheStore {
                 // and make the lock usable again before anything here can fail.
                 state.needsRepair = true
                 lrd_writer_lock_consistent(area)
+                // It may have died between writing a meta copy and moving the change counter
+                // (writeMeta): take the newest copy whatever the counter says, before recovery
+                // cuts the file back to the end of the ring it names. A copy that cannot be taken
+                // leaves the view as it was, which recovery rebuilds from.
+                _ = takeView(counter: viewChangeCounter)
             }
             // The first change since the file was last closed clean, by any process.
             if state.isClean { try markInUse() }

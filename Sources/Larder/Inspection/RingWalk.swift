@@ -257,6 +257,7 @@ private struct RingScanner {
     var regions: [RingRegion] = []
     private var walked = 0
     private var reported = 0
+    private var dataChecks: DataCheckBudget
     private let named: [Int: (SegmentRecord.Role, HashTable?)]
 
     init(inspector: FileInspector, decodeValues: Bool, progress: ((Int, Int) -> Void)?) {
@@ -267,6 +268,7 @@ private struct RingScanner {
         for (role, location, table) in inspector.namedTables() { named[location.offset] = (role, table) }
 
         self.named = named
+        dataChecks = DataCheckBudget(ringBytes: inspector.ringEnd - inspector.ringStart)
     }
 
     private var file: MappedFile { inspector.file }
@@ -282,9 +284,12 @@ private struct RingScanner {
                     found = (length, .padding)
                 } else if let header = RecordHeader.read(from: file, at: position, limit: range.upperBound, seed: inspector.seed) {
                     // Outside the span an entry counts only when its data checks out too, as in
-                    // recovery: padding may cover an old header whose record newer ones have
-                    // since written over, beginning inside it.
-                    let intact = header.kind != .entry || header.dataIsIntact(in: file, at: position, seed: inspector.seed)
+                    // recovery (and within the same budget): padding may cover an old header whose
+                    // record newer ones have since written over, beginning inside it. Within the
+                    // span the walk steps over every record, so each byte is checked once.
+                    let intact = header.kind != .entry
+                        || (inSpan ? header.dataIsIntact(in: file, at: position, seed: inspector.seed)
+                                   : dataChecks.dataIsIntact(header, in: file, at: position, seed: inspector.seed))
                     let wellFormed = header.kind != .indexSegment
                         || IndexSegment.isWellFormed(header, at: position, pageSize: inspector.meta.pageSize)
                     if (inSpan || intact) && wellFormed {

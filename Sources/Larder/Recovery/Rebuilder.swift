@@ -53,6 +53,7 @@ extension CacheStore {
         var highestSequence: UInt64 = 0
         var position = ringStart
         var coveredUpTo = ringStart
+        var dataChecks = DataCheckBudget(ringBytes: ringEnd - ringStart)
         // A rebuild is one long bracket: it moves the epoch on to the next odd value as it goes,
         // so that readers of other processes can tell it from a writer that died in one, which
         // leaves one odd value standing (FORMAT.md 7.7.3).
@@ -82,7 +83,7 @@ extension CacheStore {
             guard let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
                   header.kind == .entry, header.sequence < RecordHeader.recoverableSequenceLimit,
                   !islandBytes.contains(where: { $0.overlaps(position..<(position + header.totalSize)) }),
-                  header.dataIsIntact(in: file, at: position, seed: seed) else {
+                  dataChecks.dataIsIntact(header, in: file, at: position, seed: seed) else {
                 position += FileLayout.recordAlignment
                 continue
             }
