@@ -448,15 +448,129 @@ static void test_open_errors_and_options(void) {
     larder_close(db);
 }
 
+/* Present before its time is asked of an hour's TTL, gone after it of a short one and a sleep
+ * well past it: no timing a slow machine (or valgrind) can upset. */
 static void test_ttl(void) {
     larder *db = open_fresh("ttl.larder", NULL);
     CHECK(larder_put(db, "short", 5, "v", 1, 30) == LARDER_OK);
+    CHECK(larder_put(db, "hour", 4, "v", 1, 3600 * 1000) == LARDER_OK);
     CHECK(larder_put(db, "never", 5, "v", 1, LARDER_TTL_NEVER) == LARDER_OK);
-    CHECK(larder_contains(db, "short", 5) == LARDER_OK);
+    CHECK(larder_contains(db, "hour", 4) == LARDER_OK);
     struct timespec pause = {0, 60 * 1000 * 1000};
     nanosleep(&pause, NULL);
     CHECK(larder_contains(db, "short", 5) == LARDER_NOT_FOUND);
+    CHECK(larder_contains(db, "hour", 4) == LARDER_OK);
     CHECK(larder_contains(db, "never", 5) == LARDER_OK);
+    larder_close(db);
+}
+
+/* larder_options.default_ttl_ms is the TTL of a put with ttl_ms 0, and of no other. */
+static void test_default_ttl(void) {
+    larder_options opts;
+    larder_options_init(&opts);
+    opts.default_ttl_ms = 5;
+    larder *db = open_fresh("default-ttl.larder", &opts);
+    CHECK(larder_put(db, "a", 1, "1", 1, 0) == LARDER_OK);
+    CHECK(larder_put(db, "b", 1, "2", 1, LARDER_TTL_NEVER) == LARDER_OK);
+    CHECK(larder_put(db, "c", 1, "3", 1, 3600 * 1000) == LARDER_OK);
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    char buf[4];
+    size_t len = 0;
+    CHECK(larder_get(db, "a", 1, buf, sizeof buf, &len) == LARDER_NOT_FOUND);
+    CHECK(larder_get(db, "b", 1, buf, sizeof buf, &len) == LARDER_OK && len == 1 && buf[0] == '2');
+    CHECK(larder_get(db, "c", 1, buf, sizeof buf, &len) == LARDER_OK && len == 1 && buf[0] == '3');
+    larder_close(db);
+}
+
+/* The offset of the first copy of needle in the file at path, or -1. */
+static long find_in_file(const char *path, const void *needle, size_t needle_len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    long found = -1;
+    size_t size = 0, used = 0;
+    unsigned char *bytes = NULL;
+    for (;;) {
+        if (used == size) {
+            size = size ? size * 2 : 1u << 20;
+            unsigned char *grown = realloc(bytes, size);
+            if (!grown) break;
+            bytes = grown;
+        }
+        size_t n = fread(bytes + used, 1, size - used, f);
+        if (n == 0) break;
+        used += n;
+    }
+    fclose(f);
+    for (size_t i = 0; bytes && i + needle_len <= used; i++) {
+        if (memcmp(bytes + i, needle, needle_len) == 0) {
+            found = (long)i;
+            break;
+        }
+    }
+    free(bytes);
+    return found;
+}
+
+/* A stored value whose bytes changed on the disk is LARDER_CORRUPT from every read: nothing of
+ * it is copied, lent or allocated. */
+static void test_damaged_value(void) {
+    char path[512];
+    path_for(path, sizeof path, "damaged.larder");
+    larder *db = open_fresh("damaged.larder", NULL);
+    char value[64];
+    for (size_t i = 0; i < sizeof value; i++) value[i] = (char)('A' + i % 26);
+    memcpy(value, "a value to damage:", 18);
+    CHECK(larder_put(db, "victim", 6, value, sizeof value, 0) == LARDER_OK);
+    CHECK(larder_put(db, "bystander", 9, "fine", 4, 0) == LARDER_OK);
+    CHECK(larder_close(db) == LARDER_OK);
+
+    long offset = find_in_file(path, value, sizeof value);
+    CHECK(offset > 0);
+    if (offset <= 0) return;
+    FILE *f = fopen(path, "r+b");
+    CHECK(f != NULL);
+    if (!f) return;
+    CHECK(fseek(f, offset + 40, SEEK_SET) == 0 && fputc(value[40] ^ 0x01, f) != EOF);
+    fclose(f);
+
+    CHECK(larder_open(path, NULL, &db) == LARDER_OK);
+    char buf[128];
+    memset(buf, 0xAA, sizeof buf);
+    size_t len = 12345;
+    CHECK(larder_get(db, "victim", 6, buf, sizeof buf, &len) == LARDER_CORRUPT);
+    void *copy = (void *)buf;
+    CHECK(larder_get_alloc(db, "victim", 6, &copy, &len) == LARDER_CORRUPT && copy == NULL);
+    struct lent seen;
+    memset(&seen, 0, sizeof seen);
+    CHECK(larder_with_value(db, "victim", 6, look_at_value, &seen) == LARDER_CORRUPT && seen.calls == 0);
+    CHECK(larder_get(db, "bystander", 9, buf, sizeof buf, &len) == LARDER_OK && len == 4 && memcmp(buf, "fine", 4) == 0);
+    larder_close(db);
+}
+
+/* A buffer too small gets the value's length and not a byte of the value: plain or compressed. */
+static void test_buffer_too_small(void) {
+    larder_options opts;
+    larder_options_init(&opts);
+    opts.compression = LARDER_COMPRESSION_LZ4;
+    larder *db = open_fresh("too-small.larder", &opts);
+    char plain[100], packed[4000];
+    for (size_t i = 0; i < sizeof plain; i++) plain[i] = (char)(i * 7);
+    memset(packed, 'p', sizeof packed);
+    CHECK(larder_put(db, "plain", 5, plain, sizeof plain, 0) == LARDER_OK);
+    CHECK(larder_put(db, "packed", 6, packed, sizeof packed, 0) == LARDER_OK);
+    const char *keys[2] = {"plain", "packed"};
+    size_t lengths[2] = {sizeof plain, sizeof packed};
+    for (int k = 0; k < 2; k++) {
+        unsigned char buf[99];
+        memset(buf, 0xAA, sizeof buf);
+        size_t len = 0;
+        CHECK(larder_get(db, keys[k], strlen(keys[k]), buf, sizeof buf, &len) == LARDER_BUFFER_TOO_SMALL);
+        CHECK(len == lengths[k]);
+        int untouched = 1;
+        for (size_t i = 0; i < sizeof buf; i++) untouched &= buf[i] == 0xAA;
+        CHECK(untouched);
+    }
     larder_close(db);
 }
 
@@ -749,6 +863,9 @@ int main(void) {
     test_invalid_arguments();
     test_open_errors_and_options();
     test_ttl();
+    test_default_ttl();
+    test_damaged_value();
+    test_buffer_too_small();
     test_maintenance();
     test_too_large_and_full_cache();
     test_stats_struct_size();

@@ -36,16 +36,27 @@ private let path: String = {
     return "\(directory)/larder-fuzz-\(getpid()).larder"
 }()
 
+/// Returns 0, or, outside the libFuzzer build (the test run over the corpus), 1 when the library
+/// broke a promise on this input; the libFuzzer build stops there, as for a crash.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let file = Array(UnsafeBufferPointer(start: data, count: size))
-    exercise(file)
-    if let resealed = Resealing.resealed(file) { exercise(resealed) }
-    return 0
+    var broken = exercise(file)
+    if let resealed = Resealing.resealed(file) { broken += exercise(resealed) }
+    guard let first = broken.first else { return 0 }
+    #if LARDER_FUZZING
+    fatalError(first)
+    #else
+    FileHandle.standardError.write(Data((broken.joined(separator: "\n") + "\n").utf8))
+    return 1
+    #endif
 }
 
-private func exercise(_ file: [UInt8]) {
-    guard FileManager.default.createFile(atPath: path, contents: Data(file)) else { return }
+/// Returns the promises the library broke: a value written and read back must come back as
+/// written, or be refused as damaged.
+private func exercise(_ file: [UInt8]) -> [String] {
+    var broken: [String] = []
+    guard FileManager.default.createFile(atPath: path, contents: Data(file)) else { return broken }
     defer { unlink(path) }
     if let inspector = try? FileInspector(path: path) {
         let (_, walk) = inspector.verify()
@@ -58,11 +69,19 @@ private func exercise(_ file: [UInt8]) {
         try? reader.close()
     }
     // A small capacity keeps a hostile meta page from making the file grow far.
-    guard let cache = try? Cache(path: path, options: .init(capacity: .kilobytes(256))) else { return }
+    guard let cache = try? Cache(path: path, options: .init(capacity: .kilobytes(256))) else { return broken }
     let keys = readAround(cache)
     for index in 0..<8 {
-        try? cache.set(Data(repeating: UInt8(index), count: 100 * index), forKey: "fuzz-\(index)")
-        _ = try? cache.bytes(forKey: "fuzz-\(index)")
+        let value = Data(repeating: UInt8(index), count: 100 * index)
+        guard (try? cache.set(value, forKey: "fuzz-\(index)")) != nil else { continue }
+        do {
+            let back = try cache.data(forKey: "fuzz-\(index)")
+            if back != value { broken.append("fuzz-\(index) read back \(back.map { "\($0.count) bytes" } ?? "missing") after a set of \(value.count)") }
+        } catch where error.code == .corrupt {
+            // Damage the file held may still be found on the way: refused, not passed on.
+        } catch {
+            broken.append("fuzz-\(index) read back after a set: \(error)")
+        }
     }
     if let first = keys.first { _ = try? cache.removeValue(forKey: first) }
     // Many at once: keys the file held written over, then some of them removed.
@@ -75,6 +94,7 @@ private func exercise(_ file: [UInt8]) {
     _ = try? cache.trim(toCount: cache.count / 2)
     _ = cache.stats.hitRatio
     try? cache.close()
+    return broken
 }
 
 /// Lists up to 64 keys, then reads them one by one, lent, and all at once with a key never written.

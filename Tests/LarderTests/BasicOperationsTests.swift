@@ -106,6 +106,24 @@ struct BasicOperationsTests {
         expectCounts(hits: 4, misses: 3, "a plain hit lent")
     }
 
+    /// A caller's buffer too small for the value learns the length it needs, and keeps its bytes:
+    /// nothing of the value is copied there, plain or decompressed.
+    @Test(arguments: [Compression.none, .lz4])
+    func aBufferTooSmallGetsTheLengthAndKeepsItsBytes(compression: Compression) throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        let value = jsonLike(2, count: 3000)
+        try cache.set(value, forKey: "k", compression: compression)
+        for size in [1, 100, 2999] {
+            var buffer = [UInt8](repeating: 0xAA, count: size)
+            #expect(try buffer.withUnsafeMutableBytes { try cache.copyValue(forKey: "k", into: $0) } == 3000)
+            #expect(buffer.allSatisfy { $0 == 0xAA }, "a buffer of \(size) bytes was written to")
+        }
+        var exact = [UInt8](repeating: 0xAA, count: 3000)
+        #expect(try exact.withUnsafeMutableBytes { try cache.copyValue(forKey: "k", into: $0) } == 3000)
+        #expect(exact == value)
+    }
+
     @Test func countsSizesAndStatistics() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 1 << 20)
@@ -331,6 +349,34 @@ struct BasicOperationsTests {
         }
         #expect(throws: LarderError.self) { try cache.removeAll() }
         #expect(throws: LarderError.self) { try Cache(at: directory.path("missing.larder"), readOnly: true) }
+    }
+
+    /// A reader may open a file it may only read (another user's, a backup, a file on a
+    /// read-only volume): nothing it does, hits and misses included, changes a byte of it.
+    @Test func aReadOnlyHandleLeavesEveryByteOfTheFileAsItWas() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let keys = (0..<300).map { "k\($0)" }
+        do {
+            let cache = try Cache(path: path, options: .init(capacity: .megabytes(4)))
+            for (index, key) in keys.enumerated() {
+                try cache.set(pattern(index, count: 50 + index * 13 % 3000), forKey: key,
+                              compression: index % 3 == 0 ? .lz4 : Compression.none)
+            }
+            try cache.set(jsonLike(1, count: 3000), forKey: "k-packed", compression: .lz4)
+            try cache.set([1], forKey: "k-past", expiry: .date(Date(timeIntervalSinceNow: -10)))
+            for index in stride(from: 0, to: 300, by: 11) { try cache.removeValue(forKey: keys[index]) }
+            try cache.close()
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let found = try readEverythingReadOnly(path: path, keys: keys + ["k-packed", "k-past"])
+        for (index, key) in keys.enumerated() {
+            #expect(found[key] == (index % 11 == 0 ? nil : pattern(index, count: 50 + index * 13 % 3000)), "\(key)")
+        }
+        #expect(found["k-packed"] == jsonLike(1, count: 3000))
+        #expect(found["k-past"] == nil)
+        let after = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(after == before, "\(firstChange(from: before, to: after))")
     }
 
     @Test func twoHandlesOnOneFileShareItAndCloseIndependently() throws {

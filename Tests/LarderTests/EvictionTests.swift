@@ -75,6 +75,32 @@ struct EvictionTests {
         #expect(cache.stats.evictions == 0)
     }
 
+    /// Unique keys written and never read: the least recently used are the oldest, so a full
+    /// cache gives up its entries in the order they were written, and what it keeps is the
+    /// newest run of them, each with its own value.
+    @Test("writes into a full cache evict the oldest unread entries first, and keep the newest run")
+    func writesEvictTheOldestUnreadEntries() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 1 << 20)
+        func value(_ index: Int) -> [UInt8] { pattern(index, count: 1_800 + (index * 37) % 500) }
+        var written = 0
+        while cache.stats.evictions <= 50 && written < 20_000 {
+            try cache.set(value(written), forKey: "k\(written)")
+            written += 1
+        }
+        var present: [Int] = []
+        for index in 0..<written {
+            guard let stored = try cache.bytes(forKey: "k\(index)") else { continue }
+            #expect(stored == value(index), "k\(index)")
+            present.append(index)
+        }
+        #expect(present.count > 100)
+        #expect(present.count == cache.count)
+        let newestEvicted = (0..<written).last { !present.contains($0) } ?? -1
+        let isTheNewestRun = present == Array((written - present.count)..<written)
+        #expect(isTheNewestRun, "kept \(present.count) of \(written): the oldest k\(present.first ?? -1), evicted k\(newestEvicted)")
+    }
+
     @Test("a key read all the time survives any amount of writing")
     func hotKeySurvives() throws {
         let directory = TemporaryDirectory()

@@ -246,8 +246,10 @@ struct MultiProcessTests {
     @Test func aFullDiskIsAnErrorFromSetAndLosesNothing() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
+        // How many puts the child saw succeed, written by the child for this process to check.
+        let acknowledged = directory.path("acknowledged")
         // The child may not write files larger than 2 MiB: a small disk.
-        await #expect(processExitsWith: .success) { [path = path as String] in
+        await #expect(processExitsWith: .success) { [path = path as String, acknowledged = acknowledged as String] in
             guard limitFileSize(to: 2 << 20) else { exit(4) }
             let cache = try Cache(path: path, options: .init(capacity: .megabytes(64)))
             var stored = 0
@@ -264,18 +266,21 @@ struct MultiProcessTests {
                 guard try cache.bytes(forKey: "k\(key)").flatMap({ VersionedValue.check($0, key: key) }) == 1 else { exit(7) }
             }
             try cache.close()
+            guard FileManager.default.createFile(atPath: acknowledged, contents: Data(String(stored).utf8)) else { exit(8) }
         }
+        let stored = try #require(Int(String(decoding: Data(contentsOf: URL(fileURLWithPath: acknowledged)), as: UTF8.self)))
+        #expect(stored > 100)
+        // Every put the child was told had succeeded is there, with its value, and nothing else.
         let cache = try Cache(path: path)
-        #expect(cache.count > 100)
+        for key in 0..<stored {
+            #expect(try cache.bytes(forKey: "k\(key)").flatMap { VersionedValue.check($0, key: key) } == 1, "k\(key)")
+        }
+        #expect(cache.count == stored)
         var keys: [String] = []
         try cache.forEachEntry { key, _ in
             keys.append(String(decoding: key, as: UTF8.self))
             return true
         }
-        #expect(keys.count == cache.count)
-        for key in keys {
-            let index = Int(key.dropFirst())!
-            #expect(try cache.bytes(forKey: key).flatMap { VersionedValue.check($0, key: index) } == 1)
-        }
+        #expect(keys.count == stored)
     }
 }

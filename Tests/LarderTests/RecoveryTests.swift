@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Larder
+@_spi(Inspection) @testable import Larder
 
 /// Values that say which key and which version they belong to, so that after a crash any value
 /// read can be checked to be a complete version once written for its key.
@@ -36,13 +36,16 @@ struct RecoveryTests {
         return copy
     }
 
+    /// Five hundred keys at version 1, every fifth at version 2 since, every seventh removed.
+    private func writeVersionsAndRemovals(_ cache: Cache) throws {
+        for key in 0..<500 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+        for key in 0..<500 where key % 5 == 0 { try cache.set(VersionedValue.make(key: key, version: 2), forKey: "k\(key)") }
+        for key in 0..<500 where key % 7 == 0 { try cache.removeValue(forKey: "k\(key)") }
+    }
+
     @Test func aFileLeftOpenIsRebuiltWithEveryEntry() throws {
         let directory = TemporaryDirectory()
-        let copy = try snapshotOfOpenCache(directory) { cache in
-            for key in 0..<500 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
-            for key in 0..<500 where key % 5 == 0 { try cache.set(VersionedValue.make(key: key, version: 2), forKey: "k\(key)") }
-            for key in 0..<500 where key % 7 == 0 { try cache.removeValue(forKey: "k\(key)") }
-        }
+        let copy = try snapshotOfOpenCache(directory, writeVersionsAndRemovals)
         let cache = try Cache(path: copy)
         #expect(cache.wasRecovered)
         #expect(cache.stats.recoveries == 1)
@@ -60,6 +63,26 @@ struct RecoveryTests {
         // And it is a working cache afterwards.
         try cache.set([1], forKey: "after")
         #expect(try cache.bytes(forKey: "after") == [1])
+    }
+
+    /// A file left by a crash, opened read-only, is read as it is: each value is the one last
+    /// written for its key, or none; and the reader changes none of its bytes (recovery is left
+    /// to the next read-write open).
+    @Test func aFileLeftOpenReadReadOnlyGivesValidValuesAndStaysAsItWas() throws {
+        let directory = TemporaryDirectory()
+        let copy = try snapshotOfOpenCache(directory, writeVersionsAndRemovals)
+        let before = try Data(contentsOf: URL(fileURLWithPath: copy))
+        let found = try readEverythingReadOnly(path: copy, keys: (0..<500).map { "k\($0)" })
+        for key in 0..<500 {
+            guard let value = found["k\(key)"] else { continue }
+            #expect(key % 7 != 0, "removed k\(key) came back")
+            #expect(VersionedValue.check(value, key: key) == (key % 5 == 0 ? 2 : 1), "k\(key)")
+        }
+        #expect(!found.isEmpty)
+        let after = try Data(contentsOf: URL(fileURLWithPath: copy))
+        #expect(after == before, "\(firstChange(from: before, to: after))")
+        // Still a crash's file: the next read-write open recovers it.
+        #expect(try Cache(path: copy).wasRecovered)
     }
 
     /// Opening a clean file waits for no disk; the first write makes the file unclean, durably,
@@ -194,17 +217,29 @@ struct RecoveryTests {
             for key in 0..<2_000 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
         }
         let size = try FileManager.default.attributesOfItem(atPath: copy)[.size] as! Int
+        let cut = size / 2 + 1234
+        // Recovery keeps the whole pages left: every record that ends in them must survive.
+        let keptPages = cut / 4096 * 4096
+        let records = try FileInspector(path: copy).verify().walk.entries
+        let wholeBelowTheCut = Set(records.filter { $0.isLive && $0.offset + $0.recordSize <= keptPages }
+            .map { String(decoding: $0.key, as: UTF8.self) })
+        #expect(wholeBelowTheCut.count > 500)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: copy))
-        try handle.truncate(atOffset: UInt64(size / 2 + 1234))
+        try handle.truncate(atOffset: UInt64(cut))
         try handle.close()
         let cache = try Cache(path: copy)
         var found = 0
+        var lost: [String] = []
         for key in 0..<2_000 {
-            guard let value = try cache.bytes(forKey: "k\(key)") else { continue }
+            guard let value = try cache.bytes(forKey: "k\(key)") else {
+                if wholeBelowTheCut.contains("k\(key)") { lost.append("k\(key)") }
+                continue
+            }
             found += 1
             #expect(VersionedValue.check(value, key: key) == 1)
         }
         #expect(found == cache.count)
+        #expect(lost.isEmpty, "\(lost.count) records that lay wholly below the cut were lost, \(lost.prefix(5)) among them")
         try cache.set([1], forKey: "after")
         #expect(try cache.bytes(forKey: "after") == [1])
     }

@@ -163,3 +163,47 @@ func errorCode(_ body: () throws -> Void) -> LarderError.Code? {
         return nil
     }
 }
+
+/// Opens the cache at `path` read-only and uses it every way a reader can: hits and misses,
+/// lent values, copies into a buffer too small, batches, listings, statistics, writes it refuses;
+/// then closes it. Returns the values of `keys` it found (lent and copied alike).
+func readEverythingReadOnly(path: String, keys: [String]) throws -> [String: [UInt8]] {
+    let reader = try Cache(path: path, options: .init(readOnly: true))
+    var found: [String: [UInt8]] = [:]
+    for key in keys {
+        let copied = try reader.bytes(forKey: key)
+        #expect(try reader.withValue(forKey: key) { Array($0) } == copied, "\(key)")
+        var tooSmall = [UInt8](repeating: 0, count: 1)
+        _ = try tooSmall.withUnsafeMutableBytes { try reader.copyValue(forKey: key, into: $0) }
+        #expect(reader.contains(key) == (copied != nil), "\(key)")
+        if let copied { found[key] = copied }
+    }
+    #expect(try reader.bytes(forKey: "never-written") == nil)
+    #expect(try reader.withValue(forKey: "never-written") { $0.count } == nil)
+    let batch = try reader.data(forKeys: keys + ["never-written"])
+    #expect(batch.map { $0.map { [UInt8]($0) } } == keys.map { found[$0] } + [nil])
+    var listed = 0
+    try reader.forEachEntry { _, _ in
+        listed += 1
+        return true
+    }
+    #expect(try reader.keys.count == listed)
+    _ = try reader.keys(withPrefix: "k1")
+    // The count includes expired entries not yet reclaimed, which listings skip.
+    _ = (reader.count, reader.stats, reader.totalBytes, reader.fileBytes)
+    #expect(errorCode { try reader.set([1], forKey: "k1") } == .readOnly)
+    #expect(errorCode { _ = try reader.removeValue(forKey: "k1") } == .readOnly)
+    #expect(errorCode { _ = try reader.trim(toCount: 0) } == .readOnly)
+    try reader.sync()
+    try reader.close()
+    return found
+}
+
+/// Where `after` first differs from `before`, in words, for a failure message.
+func firstChange(from before: Data, to after: Data) -> String {
+    let (old, new) = ([UInt8](before), [UInt8](after))
+    guard let offset = zip(old, new).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset else {
+        return "the length changed from \(old.count) to \(new.count)"
+    }
+    return "byte \(offset) changed from \(old[offset]) to \(new[offset])"
+}

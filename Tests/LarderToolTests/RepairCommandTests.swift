@@ -218,7 +218,10 @@ struct RepairCommandTests {
         #expect(stats.evictions > 0 && stats.relocations > 0)
         let verify = try Larder.expect(["verify", path])
         #expect(verify.stdout.hasPrefix("\(path): no damage found\n"))
-        #expect(try Larder.expect(["dump", path]).stdout.hasSuffix(""))
+        // A header, a line per entry, and the totals.
+        let dump = try Larder.expect(["dump", path]).stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(dump.count == count + 3 && dump.last == "")
+        #expect(dump.dropLast().last?.hasPrefix("\(count) entries, ") == true, "\(dump.suffix(2))")
         #expect(try Larder.expect(["info", path]).stdout.contains("entries       \(count)\n"))
         let out = directory.path("copy.larder")
         let recovered = try Larder.expect(["recover", path, out]).stdout
