@@ -255,6 +255,84 @@ struct LoadingTests {
         release.increment()
         #expect(try await first.value == 1)
         #expect(refreshed.value == 2 && refreshed.source == .loader && loads.value == 1)
+        // The slower load began first: its older value does not go over the refresh's.
+        #expect(try await cache.value(Int.self, forKey: "k") == 2)
+    }
+
+    /// A value set while a load runs (an invalidation: the program learnt something newer) is
+    /// not written over by the load's older value; the load's callers get theirs all the same.
+    @Test func aLoadDoesNotWriteOverAValueSetWhileItRan() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        let started = LockedCounter(), release = LockedCounter()
+        let load = Task {
+            try await cache.value(Int.self, forKey: "k") {
+                started.increment()
+                while release.value == 0 { try await Task.sleep(for: .milliseconds(1)) }
+                return 1
+            }
+        }
+        while started.value == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        try cache.set(99, forKey: "k")
+        release.increment()
+        #expect(try await load.value == 1)
+        #expect(try await cache.value(Int.self, forKey: "k") == 99)
+    }
+
+    /// A handle closed while a load it started runs does not fail the callers that joined the
+    /// load through another handle of the file.
+    @Test func closingTheHandleThatStartedALoadFailsNoOtherHandlesCaller() async throws {
+        let directory = TemporaryDirectory()
+        let first = try Cache(path: directory.path())
+        let second = try Cache(path: directory.path())
+        let release = LockedCounter()
+        let load: @Sendable () async throws -> Int = {
+            while release.value == 0 { try await Task.sleep(for: .milliseconds(1)) }
+            return 5
+        }
+        let a = Task { try await first.value(Int.self, forKey: "k", orLoad: load) }
+        await waitForCallers(1, of: "k", in: first)
+        let b = Task { try await second.value(Int.self, forKey: "k", orLoad: load) }
+        await waitForCallers(2, of: "k", in: second)
+        try first.close()
+        release.increment()
+        #expect(try await b.value == 5)
+        _ = try? await a.value
+    }
+
+    /// A loader that asks the cache to load its own key would wait for itself for good: it is
+    /// refused instead.
+    @Test(.failsIfItHangs) func aLoaderLoadingItsOwnKeyIsRefused() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        let thrown = await #expect(throws: LarderError.self) {
+            try await cache.value(Int.self, forKey: "k") {
+                try await cache.value(Int.self, forKey: "k") { 1 }
+            }
+        }
+        #expect(thrown?.code == .invalidArgument)
+        // Another key is another load.
+        #expect(try await cache.value(Int.self, forKey: "outer") { try await cache.value(Int.self, forKey: "inner") { 2 } } == 2)
+    }
+
+    /// Once every caller of a load has been cancelled, the next caller starts a load of its own
+    /// rather than join one that may never end.
+    @Test(.failsIfItHangs) func aLoadEveryCallerLeftIsNotJoined() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        let release = LockedCounter()
+        let stuck = Task {
+            try await cache.value(Int.self, forKey: "k") {
+                while release.value == 0 { try? await Task.sleep(for: .milliseconds(1)) }
+                return 1
+            }
+        }
+        await waitForCallers(1, of: "k", in: cache)
+        stuck.cancel()
+        await #expect(throws: CancellationError.self) { try await stuck.value }
+        #expect(cache.loadCallers(forKey: "k") == 0)
+        #expect(try await cache.value(Int.self, forKey: "k") { 2 } == 2)
+        release.increment()
     }
 
     @Test func aCachedValueThatNoLongerDecodesIsLoadedAnew() async throws {

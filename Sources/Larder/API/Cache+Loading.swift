@@ -33,7 +33,8 @@ public struct LoadResult<Value> {
         /// An unexpired value from the cache; the loader was not called.
         case cache
         /// The loader's value, now stored in the cache when the cache could keep it (not on a
-        /// read-only handle, nor a value too large, nor when the disk was full).
+        /// read-only handle, nor a value too large, nor when the disk was full) and nothing
+        /// newer was stored for the key while it loaded.
         case loader
         /// The loader failed (see ``LoadResult/loadError``); this is the copy the cache held,
         /// possibly expired.
@@ -110,7 +111,15 @@ extension Cache {
     /// caller's `expiry` and `coder` store): those that reload (``LoadPolicy/refresh``) share
     /// theirs, the others theirs. Each caller's own policy decides whether it falls back on a
     /// stale copy when that load fails. Callers of one key should agree on its type and coder.
-    /// A loader must not read the same key through the cache: it would wait for its own load.
+    /// A loader may read its key, but a read-through call for it from inside its own loader
+    /// throws ``LarderError/Code-swift.struct/invalidArgument`` (it would wait for itself). When
+    /// every caller of a load has been cancelled, the next caller starts a new load.
+    ///
+    /// A loaded value is stored unless the key's value was stored since the load began, by a
+    /// `set` or by a load that began later, in any process: a slow load (a request sent before a
+    /// refresh's, or before the program set a newer value) never puts its older value over a
+    /// newer one, and its callers get their value all the same. A removal while a load runs does
+    /// not stop it from storing. The entry's time stored is when its load began.
     ///
     /// - Parameters:
     ///   - type: The type of the value; it can be left out where the loader's result says it.
@@ -140,10 +149,12 @@ extension Cache {
         let flight = LoadFlights.Key(file: ObjectIdentifier(entry), key: keyBytes, reloads: reload)
         let outcome = await LoadFlights.shared.share(flight) { [reload] () async -> LoadFlights.Outcome in
             do {
-                // A load that finished since this caller looked may have stored the value.
-                if !reload, let data = try self.unexpiredData(forKey: keyBytes) { return .success((data, true)) }
+                // A load that finished since this caller looked may have stored the value. (A
+                // handle closed meanwhile, another handle's caller waiting, just loads.)
+                if !reload, let data = (try? self.unexpiredData(forKey: keyBytes)) ?? nil { return .success((data, true)) }
+                let began = SystemCall.nowMilliseconds()
                 let value = try await loader()
-                return .success((try self.keep(value, forKey: keyBytes, expiry: expiry, coder: coder), false))
+                return .success((try self.keep(value, forKey: keyBytes, expiry: expiry, coder: coder, loadBegan: began), false))
             } catch {
                 return .failure(error)
             }
@@ -195,19 +206,40 @@ extension Cache {
         try data(forKey: key)
     }
 
-    /// Stores the loaded `value` and returns its bytes. A value the cache cannot keep (too
-    /// large, a read-only handle, a full disk) is still returned: the load succeeded, and a
-    /// cache may always lose a value. Any other failure (a damaged file, an I/O error, the coder
-    /// failing to encode) is thrown.
+    /// Stores the loaded `value`, unless the key was written since the load began, and returns
+    /// its bytes. A value the cache cannot keep (too large, a read-only handle, a full disk, a
+    /// handle closed meanwhile) is still returned: the load succeeded, and a cache may always
+    /// lose a value. Any other failure (a damaged file, an I/O error, the coder failing to
+    /// encode) is thrown.
     private func keep<Value: Encodable>(_ value: Value, forKey key: Data, expiry: Expiry?,
-                                        coder: (any CacheCoder)?) throws -> Data {
+                                        coder: (any CacheCoder)?, loadBegan: UInt64) throws -> Data {
         let data = try encoded(value, coder: coder)
         do {
-            try set(data, forKey: key, expiry: expiry)
-        } catch where [LarderError.Code.tooLarge, .readOnly, .full].contains(error.code) {
+            try storeLoaded(data, forKey: key, expiry: expiry, loadBegan: loadBegan)
+        } catch where [LarderError.Code.tooLarge, .readOnly, .full, .closed].contains(error.code) {
             // Returned all the same.
         }
         return data
+    }
+
+    /// Stores `data`, loaded by a load that began at `loadBegan` (milliseconds since the Unix
+    /// epoch), as stored then: unless the key's value was stored since (in the same millisecond
+    /// or later), by a `set` or by a load that began since, of any process. A slow load (a request sent before a refresh's, or
+    /// before the program set a newer value) then never puts its older value over the newer
+    /// one. The record's time stored is when the load began: a load that began later still
+    /// replaces it.
+    private func storeLoaded(_ data: Data, forKey key: Data, expiry: Expiry?, loadBegan: UInt64) throws(LarderError) {
+        let (expiry, compress) = settings(expiry: expiry, compression: nil, valueLength: data.count)
+        try key.withUnsafeBytes { keyBytes in
+            data.withUnsafeBytes { valueBytes in
+                Result { () throws(LarderError) in
+                    try write { () throws(LarderError) in
+                        if let stored = store.lookup(keyBytes, hash: KeyHash(keyBytes)), stored.header.storedAt >= loadBegan { return }
+                        try store.put(key: keyBytes, value: valueBytes, compress: compress, expiry: expiry, storedAt: loadBegan)
+                    }
+                }
+            }
+        }.get()
     }
 
     /// How many callers share the load of `key` in flight (0 when none is): for tests.
@@ -240,31 +272,44 @@ final class LoadFlights: @unchecked Sendable {
     typealias Value = (data: Data, fromCache: Bool)
     typealias Outcome = Result<Value, any Error>
 
-    /// One load and its callers; every field is guarded by `LoadFlights.lock`.
+    /// One load and its callers; every field but `key` is guarded by `LoadFlights.lock`.
     private final class Flight: @unchecked Sendable {
+        let key: Key
         var outcome: Outcome?
         var waiters: [Int: CheckedContinuation<Outcome, Never>] = [:]
         /// Callers cancelled before they began to wait.
         var cancelled: Set<Int> = []
         var callers = 0
+        /// Callers neither cancelled nor given the outcome.
+        var waiting = 0
+
+        init(key: Key) { self.key = key }
     }
 
     private let lock = NSLock()
     private var flights: [Key: Flight] = [:]
 
+    /// The loads the current task runs as their loader (inherited by the tasks it starts): a
+    /// loader that asks for its own key would wait for itself.
+    @TaskLocal private static var loading: Set<Key> = []
+
     /// Joins the load of `key` in flight, or starts it with `load`, and waits for its outcome.
     func share(_ key: Key, load: @escaping @Sendable () async -> Outcome) async -> Outcome {
+        if LoadFlights.loading.contains(key) {
+            return .failure(LarderError(.invalidArgument, "a loader asked the cache for the key it is loading"))
+        }
         let (flight, caller, leads) = lock.withLock {
             let existing = flights[key]
-            let flight = existing ?? Flight()
+            let flight = existing ?? Flight(key: key)
             flights[key] = flight
             flight.callers += 1
+            flight.waiting += 1
             return (flight, flight.callers, existing == nil)
         }
         if leads {
             Task {
-                let outcome = await load()
-                self.finish(key, flight, with: outcome)
+                let outcome = await LoadFlights.$loading.withValue(LoadFlights.loading.union([key])) { await load() }
+                self.finish(flight, with: outcome)
             }
         }
         return await wait(for: flight, as: caller)
@@ -284,17 +329,26 @@ final class LoadFlights: @unchecked Sendable {
         } onCancel: {
             let waiting = lock.withLock {
                 let waiting = flight.waiters.removeValue(forKey: caller)
-                if waiting == nil && flight.outcome == nil { flight.cancelled.insert(caller) }
+                if flight.outcome == nil && (waiting != nil || flight.cancelled.insert(caller).inserted) {
+                    leave(flight)
+                }
                 return waiting
             }
             waiting?.resume(returning: .failure(CancellationError()))
         }
     }
 
-    private func finish(_ key: Key, _ flight: Flight, with outcome: Outcome) {
+    /// A caller gave up waiting. Under `lock`. When none is left, the load is no longer shared:
+    /// the next caller starts another (a loader that never returns holds up no one for good).
+    private func leave(_ flight: Flight) {
+        flight.waiting -= 1
+        if flight.waiting == 0 && flights[flight.key] === flight { flights[flight.key] = nil }
+    }
+
+    private func finish(_ flight: Flight, with outcome: Outcome) {
         let waiters = lock.withLock {
             flight.outcome = outcome
-            if flights[key] === flight { flights[key] = nil }
+            if flights[flight.key] === flight { flights[flight.key] = nil }
             defer { flight.waiters = [:] }
             return Array(flight.waiters.values)
         }

@@ -152,11 +152,17 @@ public final class Cache: @unchecked Sendable {
     func setValue(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer, expiry: Expiry?,
                   compression: Compression?) throws(LarderError) {
         if let expiry, !expiry.isNumber { throw notANumber() }
-        let expiry = expiry ?? options.defaultExpiry
-        let compress = (compression ?? options.compression) == .lz4 && value.count >= options.compressionThreshold
+        let (expiry, compress) = settings(expiry: expiry, compression: compression, valueLength: value.count)
         try write { () throws(LarderError) in
             try store.put(key: key, value: value, compress: compress, expiry: expiry)
         }
+    }
+
+    /// The expiry and compression a put of `valueLength` bytes takes, given what it asked for.
+    @inline(__always)
+    func settings(expiry: Expiry?, compression: Compression?, valueLength: Int) -> (Expiry, compress: Bool) {
+        (expiry ?? options.defaultExpiry,
+         (compression ?? options.compression) == .lz4 && valueLength >= options.compressionThreshold)
     }
 
     /// Why `set` refuses an expiry that is not a number, off the path of the writes that pass.

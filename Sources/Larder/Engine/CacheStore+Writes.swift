@@ -4,9 +4,10 @@ import CLarderSupport
 extension CacheStore {
     /// Stores `value` for `key`, replacing any earlier value, compressed with LZ4 when `compress`
     /// is set and it saves space. Evicts what it must to make room. The record's time stored and
-    /// the deadline of `expiry` come from one reading of the clock.
+    /// the deadline of `expiry` come from one reading of the clock, unless `storedAt` gives the
+    /// time stored (when a loaded value's load began, milliseconds since the Unix epoch).
     func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, compress: Bool,
-             expiry: Expiry) throws(LarderError) {
+             expiry: Expiry, storedAt: UInt64? = nil) throws(LarderError) {
         try validateKey(key)
         // The index slot this put looks at starts loading now, so that its cache miss overlaps
         // the hashing and the checks instead of following them.
@@ -19,7 +20,7 @@ extension CacheStore {
         // Refuses a value that cannot fit before any entry changes, so that it loses nothing.
         let (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compress)
         let entry = NewEntry(key: key, value: value, stored: value, flags: 0, compressing: compressing, expiry: expiry,
-                             isFromThisMap: file.mapsAnyOf(key) || file.mapsAnyOf(value))
+                             storedAt: storedAt, isFromThisMap: file.mapsAnyOf(key) || file.mapsAnyOf(value))
         // A replaced entry whose room takes the new record is written over (FORMAT.md 6.9): no
         // room taken at the head, nothing evicted, no slot changed.
         let replaced = lookupToReplace(key, hash: hash)
@@ -101,6 +102,8 @@ extension CacheStore {
         /// Whether the value is still to be compressed, straight into the record.
         var compressing: Bool
         let expiry: Expiry
+        /// The time stored, when not the time of the write.
+        let storedAt: UInt64?
         /// Whether the caller's key or value lies in this file's map (lent by `withValue` of
         /// another handle on the file): it may be the very record written over, and is moved as
         /// `memmove` moves.
@@ -146,7 +149,7 @@ extension CacheStore {
         let header = RecordHeader(
             kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: storedLength,
             rawLength: entry.value.count, sequence: takeSequence(), expiresAt: entry.expiry.deadline(now: now),
-            storedAt: now, dataChecksum: dataChecksum)
+            storedAt: entry.storedAt ?? now, dataChecksum: dataChecksum)
         padRest(of: room(header.totalSize), after: header.totalSize)
         header.write(to: file, at: offset, seed: seed, visited: visited)
         return header
