@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #if defined(__linux__) && !defined(F_OFD_SETLK)
@@ -120,7 +121,7 @@ int lrd_retire_descriptor(int fd) {
 }
 
 #if defined(__APPLE__)
-/* Takes the blocks of [from, end), all past the file's end, by writing zeros over them (glibc's
+/* Takes the blocks of [from, end), past the file's end or a hole in it, by writing zeros over them (glibc's
  * posix_fallocate does the same where the file system cannot preallocate), 64 KiB a call: on a
  * network volume each call is a round trip. */
 static int write_zeros(int fd, uint64_t from, uint64_t end) {
@@ -167,6 +168,47 @@ int lrd_preallocate(int fd, uint64_t offset, uint64_t length) {
     for (;;) {
         int rc = posix_fallocate(fd, (off_t)offset, (off_t)length);
         if (rc != EINTR) return rc;
+    }
+#endif
+}
+
+/* Reserves disk blocks for the holes of [0, size): a file copied sparse (cp --sparse, rsync -S,
+ * a backup restored) has none for its runs of zeros, and a store through the map into a hole on
+ * a full disk is SIGBUS, not an error. A file with as many blocks as bytes has no hole (one
+ * fstat); otherwise Linux reserves the whole range (fallocate keeps every byte), and Apple
+ * platforms, whose F_PREALLOCATE reserves only past the end of the file, write zeros into each
+ * hole the file system reports (a hole reads as zeros anyway). */
+int lrd_reserve_holes(int fd, uint64_t size) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return errno;
+    uint64_t reserved = (uint64_t)st.st_blocks * 512;
+    if (reserved >= size) return 0;
+    /* A file claiming more than the disk holds (a hostile sparse file of a terabyte) is refused
+     * at once, rather than after filling the disk, which other programs need too. */
+    struct statvfs fs;
+    if (fstatvfs(fd, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < size - reserved) return ENOSPC;
+#if defined(__APPLE__)
+    off_t hole = lseek(fd, 0, SEEK_HOLE);
+    if (hole < 0) return errno == EINVAL || errno == ENXIO || errno == ENOTSUP ? 0 : errno;
+    while ((uint64_t)hole < size) {
+        off_t data = lseek(fd, hole, SEEK_DATA);
+        if (data < 0 && errno != ENXIO) return errno;
+        uint64_t end = data < 0 || (uint64_t)data > size ? size : (uint64_t)data;
+        int rc = write_zeros(fd, (uint64_t)hole, end);
+        if (rc != 0) return rc;
+        if (end >= size) break;
+        hole = lseek(fd, (off_t)end, SEEK_HOLE);
+        if (hole < 0) return errno;
+    }
+    return 0;
+#else
+    /* fallocate, not posix_fallocate: where the file system cannot reserve (ZFS; or compressed,
+     * with fewer blocks than bytes on every open), glibc's stand-in would write a byte into every
+     * block of the file, and the file stays as safe as its growth made it. */
+    for (;;) {
+        if (fallocate(fd, 0, 0, (off_t)size) == 0) return 0;
+        if (errno == EOPNOTSUPP) return 0;
+        if (errno != EINTR) return errno;
     }
 #endif
 }

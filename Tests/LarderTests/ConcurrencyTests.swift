@@ -174,6 +174,45 @@ struct ConcurrencyTests {
         #expect(reopened.store.readers.isEmpty)
     }
 
+    /// The same with another process holding the file, so that no open resets the table: the
+    /// late pin is given back. It was left taken for as long as any process had the file open,
+    /// one slot per such close, until every withValue of every process copied for want of one.
+    @Test(.failsIfItHangs) func aPinGivenBackAfterItsCacheClosedIsFreedWhileAnotherProcessHasTheFile() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(path: path)
+        try cache.set([1, 2, 3], forKey: "k")
+        async let child = #expect(processExitsWith: .success) { [path = path as String] in
+            let holder = try Cache(path: path)
+            try holder.set([1], forKey: "holding")
+            let deadline = Date().addingTimeInterval(100)
+            while !holder.contains("done") {
+                guard Date() < deadline else { exit(3) }
+                usleep(1000)
+            }
+        }
+        // The child is started by a task of Swift's shared pool: 15 minutes at most.
+        let deadline = Date().addingTimeInterval(900)
+        while !cache.contains("holding") && Date() < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(cache.contains("holding"))
+        let inside = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        Thread {
+            _ = try? cache.withValue(forKey: "k") { _ in
+                inside.signal()
+                release.wait()
+            }
+            done.signal()
+        }.start()
+        await Task.detached { inside.wait() }.value
+        try cache.close()
+        release.signal()
+        await Task.detached { done.wait() }.value
+        let observer = try Cache(path: path)
+        #expect(observer.store.readers.isEmpty)
+        try observer.set([1], forKey: "done")
+        _ = await child
+    }
+
     @Test func closingFromInsideWithValueIsAnError() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())

@@ -243,6 +243,31 @@ struct MultiProcessTests {
         }
     }
 
+    /// A file copied sparse (`cp --sparse`, `rsync -S`, a backup restored) has holes where its
+    /// zeros were, for which no disk space is reserved: a store through the map into one on a
+    /// full disk kills the process with SIGBUS (reproduced on a full tmpfs). The first writer to
+    /// open it reserves them, keeping every byte.
+    @Test func aWriterOpeningAFileCopiedSparseReservesItsHoles() throws {
+        let directory = TemporaryDirectory()
+        let original = directory.path()
+        do {
+            let cache = try Cache(path: original, options: .init(capacity: .megabytes(8)))
+            for key in 0..<300 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+            try cache.close()
+        }
+        let copy = directory.path("sparse.larder")
+        guard try copySparse(original, to: copy) else { return } // a file system without holes
+        // A reader may not reserve anything.
+        try Cache(path: copy, options: .init(readOnly: true)).close()
+        #expect(unreservedBytes(in: copy) > 0)
+        let cache = try Cache(path: copy)
+        #expect(unreservedBytes(in: copy) == 0)
+        for key in [0, 150, 299] {
+            #expect(try cache.bytes(forKey: "k\(key)").flatMap { VersionedValue.check($0, key: key) } == 1)
+        }
+        #expect(!cache.wasRecovered)
+    }
+
     @Test func aFullDiskIsAnErrorFromSetAndLosesNothing() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()

@@ -207,3 +207,27 @@ func firstChange(from before: Data, to after: Data) -> String {
     }
     return "byte \(offset) changed from \(old[offset]) to \(new[offset])"
 }
+
+/// Copies `source` to `destination` as `cp --sparse=always` does: blocks of zeros are left as
+/// holes. Returns whether the copy has a hole (the file system may not make any).
+func copySparse(_ source: String, to destination: String, blockSize: Int = 4096) throws -> Bool {
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: source)))
+    let descriptor = open(destination, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    #expect(descriptor >= 0)
+    defer { close(descriptor) }
+    for start in stride(from: 0, to: bytes.count, by: blockSize) {
+        let block = bytes[start..<min(start + blockSize, bytes.count)]
+        guard block.contains(where: { $0 != 0 }) else { continue }
+        let written = block.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(start)) }
+        #expect(written == block.count)
+    }
+    #expect(ftruncate(descriptor, off_t(bytes.count)) == 0)
+    return unreservedBytes(in: destination) > 0
+}
+
+/// How many of the file's bytes have no disk block reserved (holes), by its size and blocks.
+func unreservedBytes(in path: String) -> Int {
+    var status = stat()
+    #expect(stat(path, &status) == 0)
+    return max(0, Int(status.st_size) - Int(status.st_blocks) * 512)
+}

@@ -205,6 +205,11 @@ void lrd_fill_standard_descriptors(void);
  * when the range ends past it. Returns 0 or an errno value. */
 int lrd_preallocate(int fd, uint64_t offset, uint64_t length);
 
+/* Reserves disk blocks for every hole in the first `size` bytes of the file (a file copied
+ * sparse), keeping its bytes: a store through the map into a hole on a full disk would be
+ * SIGBUS. One fstat when the file has a block for every byte. Returns 0 or an errno value. */
+int lrd_reserve_holes(int fd, uint64_t size);
+
 /* Maps the pages of [address, address + length), part of a shared writable file mapping, ready
  * for writing, as a write to each would, without writing (Linux 5.14 and later:
  * madvise(MADV_POPULATE_WRITE)). Returns 0, or an errno value: ENOTSUP where there is no such

@@ -152,7 +152,7 @@ extension Cache {
                 // A load that finished since this caller looked may have stored the value. (A
                 // handle closed meanwhile, another handle's caller waiting, just loads.)
                 if !reload, let data = (try? self.unexpiredData(forKey: keyBytes)) ?? nil { return .success((data, true)) }
-                let began = SystemCall.nowMilliseconds()
+                let began = self.loadStart()
                 let value = try await loader()
                 return .success((try self.keep(value, forKey: keyBytes, expiry: expiry, coder: coder, loadBegan: began), false))
             } catch {
@@ -212,7 +212,7 @@ extension Cache {
     /// lose a value. Any other failure (a damaged file, an I/O error, the coder failing to
     /// encode) is thrown.
     private func keep<Value: Encodable>(_ value: Value, forKey key: Data, expiry: Expiry?,
-                                        coder: (any CacheCoder)?, loadBegan: UInt64) throws -> Data {
+                                        coder: (any CacheCoder)?, loadBegan: LoadStart) throws -> Data {
         let data = try encoded(value, coder: coder)
         do {
             try storeLoaded(data, forKey: key, expiry: expiry, loadBegan: loadBegan)
@@ -222,24 +222,45 @@ extension Cache {
         return data
     }
 
-    /// Stores `data`, loaded by a load that began at `loadBegan` (milliseconds since the Unix
-    /// epoch), as stored then: unless the key's value was stored since (in the same millisecond
-    /// or later), by a `set` or by a load that began since, of any process. A slow load (a request sent before a refresh's, or
-    /// before the program set a newer value) then never puts its older value over the newer
-    /// one. The record's time stored is when the load began: a load that began later still
-    /// replaces it.
-    private func storeLoaded(_ data: Data, forKey key: Data, expiry: Expiry?, loadBegan: UInt64) throws(LarderError) {
+    /// Stores `data`, loaded by a load that began at `loadBegan`, as stored then: unless the
+    /// key's value was stored since, by a `set` or by a load that began since, of any process.
+    /// A slow load (a request sent before a refresh's, or before the program set a newer value)
+    /// then never puts its older value over the newer one. The record's time stored is when the
+    /// load began: a load that began later still replaces it.
+    private func storeLoaded(_ data: Data, forKey key: Data, expiry: Expiry?, loadBegan: LoadStart) throws(LarderError) {
         let (expiry, compress) = settings(expiry: expiry, compression: nil, valueLength: data.count)
         try key.withUnsafeBytes { keyBytes in
             data.withUnsafeBytes { valueBytes in
                 Result { () throws(LarderError) in
                     try write { () throws(LarderError) in
-                        if let stored = store.lookup(keyBytes, hash: KeyHash(keyBytes)), stored.header.storedAt >= loadBegan { return }
-                        try store.put(key: keyBytes, value: valueBytes, compress: compress, expiry: expiry, storedAt: loadBegan)
+                        if let stored = store.lookup(keyBytes, hash: KeyHash(keyBytes)), loadBegan.precedes(stored.header) { return }
+                        try store.put(key: keyBytes, value: valueBytes, compress: compress, expiry: expiry, storedAt: loadBegan.time)
                     }
                 }
             }
         }.get()
+    }
+
+    /// When a load began, in the file's history: the record sequence number the next record
+    /// would take, and the clock in milliseconds (the unit of a record's time stored).
+    struct LoadStart {
+        let time: UInt64
+        let sequence: UInt64
+
+        /// Whether the record with `header` was stored after the load began: written since
+        /// (sequence numbers tell that apart within a millisecond) with a time stored no earlier
+        /// (a record stored before and only relocated since, which takes a new sequence number,
+        /// keeps its time stored).
+        func precedes(_ header: RecordHeader) -> Bool {
+            header.sequence >= sequence && header.storedAt >= time
+        }
+    }
+
+    /// Now, as a load's start: the clock first, so that a record numbered after it was also
+    /// stored no earlier.
+    private func loadStart() -> LoadStart {
+        let time = SystemCall.nowMilliseconds()
+        return LoadStart(time: time, sequence: store.state.nextSequence)
     }
 
     /// How many callers share the load of `key` in flight (0 when none is): for tests.

@@ -330,12 +330,16 @@ extension CacheStore {
         }
     }
 
-    /// Gives a pin back, unless the store was closed meanwhile (another thread closed the cache
-    /// while this one was lending): the file's locks are gone then, and a writer that opened the
-    /// file alone since may have cleared the table and given the slot to another reader. The slot
-    /// stays taken until the next such open clears it.
+    /// Gives a pin back; if the store was closed meanwhile (another thread closed the cache while
+    /// this one was lending), only if the slot still holds it: the file's locks are gone then,
+    /// and a writer that opened the file alone since may have cleared the table and given the
+    /// slot to another reader.
     private func unpin(_ slot: Int) {
-        if lrd_load_seq_cst_u64(closing.pointer) == 0 { readers.unpin(slot) }
+        if lrd_load_seq_cst_u64(closing.pointer) == 0 {
+            readers.unpin(slot)
+        } else {
+            readers.unpinAfterClose(slot)
+        }
     }
 
     /// Reader: `withValue` through a private copy, for when no reader slot is free.

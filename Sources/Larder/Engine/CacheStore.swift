@@ -118,7 +118,7 @@ final class CacheStore {
         self.isReadOnly = readOnly
         self.pageWarmer = PageWarmer.warming(file)
         self.state = SharedState(file: file, pageSize: meta.pageSize)
-        self.readers = ReaderTable(state: state, pageSize: meta.pageSize)
+        self.readers = ReaderTable(state: state, pageSize: meta.pageSize, tag: UInt64(UInt(bitPattern: file.base)))
         self.publishedView = PublishedView(base: file.base, ringStart: ringStart, seed: meta.checksumSeed)
         self.localCounters = .allocate(capacity: 2)
         localCounters.initialize(repeating: 0, count: 2)
@@ -295,8 +295,10 @@ final class CacheStore {
         let file = try MappedFile(descriptor, readOnly: false, mappedLength: capacity)
         owner = file
         try file.grow(to: initialSize)
-        // A leftover of an earlier, unfinished creation may be longer; the ring ends here.
+        // A leftover of an earlier, unfinished creation may be longer, and sparse; the ring ends
+        // here.
         file.adoptSize(initialSize)
+        try file.reserveHoles()
         let store = CacheStore(file: file, meta: meta, readOnly: false)
         try store.formatSharedPage()
         IndexSegment.format(in: file, at: dataStart, slotCount: HashTable.minimumSlotCount, byteCount: segmentBytes,
@@ -376,6 +378,9 @@ final class CacheStore {
             try store.refreshView()
             return store
         }
+        // Before anything is written through the map: a file copied sparse has holes that growth
+        // never reserved.
+        try file.reserveHoles()
         // A first valid sequence past the trusted limit would be counted on from (FORMAT.md 4.1):
         // recovery lowers it.
         let usable = !truncated && store.state.isFormatted && store.state.isClean && !meta.indexSegmentsOverlap

@@ -22,11 +22,16 @@ struct ReaderTable {
     let slots: UnsafeMutableRawPointer
     let count: UnsafeMutableRawPointer
     let slotCount: Int
+    /// Written in the tag word of every pin this table makes, telling them from the pins of the
+    /// process's other stores of the file: the address of this store's map, unique among the
+    /// maps the process has while this store lives.
+    let tag: UInt64
 
-    init(state: SharedState, pageSize: Int) {
+    init(state: SharedState, pageSize: Int, tag: UInt64) {
         slots = state.page + SharedState.Field.readerTable
         count = state.page + SharedState.Field.pinCount
         slotCount = (pageSize - SharedState.Field.readerTable) / SharedState.readerSlotSize
+        self.tag = tag
     }
 
     private static let processID = UInt64(getpid())
@@ -40,6 +45,7 @@ struct ReaderTable {
             guard lrd_load_acquire_u64(at) == 0, lrd_cas_u64(at, 0, ReaderTable.processID) != 0 else { continue }
             lrd_store_release_u64(at + 8, UInt64(start))
             lrd_store_release_u64(at + 16, UInt64(end))
+            lrd_store_release_u64(at + 24, tag)
             _ = lrd_fetch_add_u64(count, 1)
             lrd_fence_seq_cst()
             return index
@@ -53,6 +59,16 @@ struct ReaderTable {
         lrd_store_release_u64(at + 16, 0)
         _ = lrd_fetch_add_u64(count, UInt64.max)
         lrd_store_release_u64(at, 0)
+    }
+
+    /// Gives back a pin its store took before it was closed, if the slot still holds it: a
+    /// writer that opened the file alone since has cleared the table (tag 0) and may have given
+    /// the slot to another reader, of this process too (another tag). Left taken, the slot would
+    /// stay so for as long as any process kept the file open.
+    func unpinAfterClose(_ index: Int) {
+        let at = slot(index)
+        guard lrd_load_acquire_u64(at + 24) == tag, lrd_cas_u64(at, ReaderTable.processID, 0) != 0 else { return }
+        _ = lrd_fetch_add_u64(count, UInt64.max)
     }
 
     /// Writer: the ranges pinned now, in any process. Frees the slots of processes that died.

@@ -96,6 +96,15 @@ final class MappedFile {
         size = newSize
     }
 
+    /// Reserves disk space for the holes in the file's first `size` bytes (a file copied sparse),
+    /// which `grow` never reserved: stores through the map into them cannot fault on a full
+    /// disk either.
+    func reserveHoles() throws(LarderError) {
+        precondition(!isReadOnly)
+        let rc = lrd_reserve_holes(descriptor.rawValue, UInt64(size))
+        if rc != 0 { throw SystemCall.error("reserve the file's holes", errno: rc).at(path) }
+    }
+
     /// Writes dirty pages in `[offset, offset + length)` back and waits for the disk.
     func flush(_ offset: Int = 0, _ length: Int? = nil, durable: Bool = true) throws(LarderError) {
         guard !isReadOnly else { return }
