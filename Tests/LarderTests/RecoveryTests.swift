@@ -217,11 +217,14 @@ struct RecoveryTests {
             for key in 0..<2_000 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
         }
         let size = try FileManager.default.attributesOfItem(atPath: copy)[.size] as! Int
-        let cut = size / 2 + 1234
-        // Recovery keeps the whole pages left: every record that ends in them must survive.
-        let keptPages = cut / 4096 * 4096
+        // Cut just after a record that lies within one page, past the middle of the file: every
+        // record that ends before the cut survives, that one in the last, partial page too (the
+        // file is extended to the page's end, not cut back to the page before).
         let records = try FileInspector(path: copy).verify().walk.entries
-        let wholeBelowTheCut = Set(records.filter { $0.isLive && $0.offset + $0.recordSize <= keptPages }
+        let inTornPage = try #require(records.first { $0.isLive && $0.offset >= size / 2
+            && ($0.offset + $0.recordSize + 8) / 4096 == $0.offset / 4096 })
+        let cut = inTornPage.offset + inTornPage.recordSize + 8
+        let wholeBelowTheCut = Set(records.filter { $0.isLive && $0.offset + $0.recordSize <= cut }
             .map { String(decoding: $0.key, as: UTF8.self) })
         #expect(wholeBelowTheCut.count > 500)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: copy))

@@ -344,9 +344,10 @@ final class CacheStore {
                 throw LarderError(.corrupt, readOnly ? "the file is truncated; open it read-write once to recover it"
                                                      : "the file in use by other processes is truncated")
             }
-            // The ring cannot end past the real end of the file; the header pages must exist
-            // before anything reads them.
-            store.meta.fileSize = max(store.ringStart + meta.pageSize, diskSize / meta.pageSize * meta.pageSize)
+            // The ring ends at the real end of the file, rounded up to a page: the records
+            // wholly before the cut are kept, and the file is never shortened under a tool
+            // inspecting it meanwhile. The header pages must exist before anything reads them.
+            store.meta.fileSize = max(store.ringStart + meta.pageSize, FileLayout.alignUp(diskSize, meta.pageSize))
             file.adoptSize(min(diskSize, store.meta.fileSize))
             try file.grow(to: store.meta.fileSize)
             metaChanged = true

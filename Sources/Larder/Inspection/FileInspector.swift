@@ -8,8 +8,10 @@
 /// in the file can make it read outside its own mapping. What another process writes while it
 /// looks may appear half-done; checksums tell such records apart as they do after a crash.
 ///
-/// The file is mapped read-only, privately to this object, for the length it has when opened.
-/// The engine never shrinks a file, so another process cannot pull pages from under the mapping.
+/// The file is mapped read-only for the length it has when opened, and the ring taken to end
+/// within the mapping. The engine shortens a file only when a sole writer recovers it and finds
+/// bytes past the ring's end (FORMAT.md 7.4, step 0): an inspection running at that moment may
+/// fault there (SIGBUS), as any reader of a file another program truncates.
 @_spi(Inspection) public final class FileInspector {
     /// The file inspected.
     public let path: String
@@ -49,7 +51,9 @@
         owned = true
         file = mapped
         // A file cut short before its data area has an empty ring, not a reversed one.
-        ringEnd = max(FileLayout.dataStart(pageSize: meta.pageSize), min(meta.fileSize, diskSize & ~(FileLayout.recordAlignment - 1)))
+        // The mapped size, not the size read before: the file may have been shortened between.
+        ringEnd = max(FileLayout.dataStart(pageSize: meta.pageSize),
+                      min(meta.fileSize, mapped.size & ~(FileLayout.recordAlignment - 1)))
         summary = FileSummary(meta, sequenceInUse: meta.sequence, diskSize: diskSize)
         let statePage = FileLayout.statePage * meta.pageSize
         state = mapped.contains(statePage, meta.pageSize)
