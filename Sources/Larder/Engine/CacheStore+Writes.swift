@@ -19,8 +19,10 @@ extension CacheStore {
         try stepMigration()
         // Refuses a value that cannot fit before any entry changes, so that it loses nothing.
         let (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compress)
-        let entry = NewEntry(key: key, value: value, stored: value, flags: 0, compressing: compressing, expiry: expiry,
-                             storedAt: storedAt, isFromThisMap: file.mapsAnyOf(key) || file.mapsAnyOf(value))
+        let now = SystemCall.nowMilliseconds()
+        let entry = NewEntry(key: key, value: value, stored: value, flags: 0, compressing: compressing,
+                             storedAt: storedAt ?? now, expiresAt: expiry.deadline(now: now),
+                             isFromThisMap: file.mapsAnyOf(key) || file.mapsAnyOf(value))
         // A replaced entry whose room takes the new record is written over (FORMAT.md 6.9): no
         // room taken at the head, nothing evicted, no slot changed.
         let replaced = lookupToReplace(key, hash: hash)
@@ -101,9 +103,9 @@ extension CacheStore {
         var flags: UInt8
         /// Whether the value is still to be compressed, straight into the record.
         var compressing: Bool
-        let expiry: Expiry
-        /// The time stored, when not the time of the write.
-        let storedAt: UInt64?
+        /// The header's times (FORMAT.md 4.1).
+        let storedAt: UInt64
+        let expiresAt: UInt64
         /// Whether the caller's key or value lies in this file's map (lent by `withValue` of
         /// another handle on the file): it may be the very record written over, and is moved as
         /// `memmove` moves.
@@ -145,11 +147,10 @@ extension CacheStore {
             dataChecksum = lrd_crc32c(seed, keyStart, key.count + storedLength)
         }
         // The record takes only the room of the stored form, even when LZ4's bound was reserved.
-        let now = SystemCall.nowMilliseconds()
         let header = RecordHeader(
             kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: storedLength,
-            rawLength: entry.value.count, sequence: takeSequence(), expiresAt: entry.expiry.deadline(now: now),
-            storedAt: entry.storedAt ?? now, dataChecksum: dataChecksum)
+            rawLength: entry.value.count, sequence: takeSequence(), expiresAt: entry.expiresAt,
+            storedAt: entry.storedAt, dataChecksum: dataChecksum)
         padRest(of: room(header.totalSize), after: header.totalSize)
         header.write(to: file, at: offset, seed: seed, visited: visited)
         return header
