@@ -411,6 +411,23 @@ struct DamagedFileTests {
         try expectOnlyValidValues(cache)
     }
 
+    /// A clean file whose meta page's first valid sequence lies above the shared state's next
+    /// sequence (found by the fuzzer): every record written from then on was void, stored and
+    /// never found. The open recovers it; what it held survives, and writes are found again.
+    @Test func aFirstValidSequenceAboveTheNextIsRecovered() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeCache(path)
+        let next = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))[(2 * 4096 + 216)..<(2 * 4096 + 224)]
+            .reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        for copy in 0..<2 { try rewriteMeta(path, copy: copy) { $0.firstValidSequence = next + 1_000 } }
+        let cache = try Cache(path: path)
+        #expect(cache.wasRecovered)
+        try cache.set([7], forKey: "after")
+        #expect(try cache.bytes(forKey: "after") == [7])
+        try expectOnlyValidValues(cache)
+    }
+
     /// A clean file whose next sequence is at the trusted limit: writers count on past it (their
     /// records stay valid and readable), the next open finds the state implausible and recovers,
     /// and the one after does not: recovery leaves numbers the next open trusts. (Recovery drops
