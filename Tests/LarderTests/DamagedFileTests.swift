@@ -421,6 +421,9 @@ struct DamagedFileTests {
         let next = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))[(2 * 4096 + 216)..<(2 * 4096 + 224)]
             .reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         for copy in 0..<2 { try rewriteMeta(path, copy: copy) { $0.firstValidSequence = next + 1_000 } }
+        // The inspector judges it as the open does.
+        let problems = try FileInspector(path: path).verify().report.problems
+        #expect(problems.contains { "\($0)".contains("next sequence \(next), first valid \(next + 1_000)") }, "\(problems)")
         let cache = try Cache(path: path)
         #expect(cache.wasRecovered)
         try cache.set([7], forKey: "after")

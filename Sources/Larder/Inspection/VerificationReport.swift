@@ -60,7 +60,7 @@ extension FileInspector {
             } else if !state.isClean {
                 notes.append("not closed cleanly: a process that has it open changed it, or one crashed; the next read-write open recovers it")
             } else if !state.isPlausible && !summary.isTruncated {
-                problem(statePage, "the shared state is impossible (head \(state.head), tail \(state.tail), span \(state.spanBytes))")
+                problem(statePage, "the shared state is impossible (head \(state.head), tail \(state.tail), span \(state.spanBytes), next sequence \(state.nextSequence), first valid \(summary.firstValidSequence))")
             }
             if walk.isStructured {
                 let span = walk.regions.filter(\.inSpan).reduce(0) { $0 + $1.size }
