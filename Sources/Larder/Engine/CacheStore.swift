@@ -387,10 +387,9 @@ final class CacheStore {
         let usable = !truncated && store.state.isFormatted && store.state.isClean && !meta.indexSegmentsOverlap
             && (try? store.attachTables()) != nil
             && store.state.isPlausible(ringStart: store.ringStart, ringEnd: store.ringEnd,
-                                       drainingSlotCount: store.draining?.slotCount ?? 0)
+                                       drainingSlotCount: store.draining?.slotCount ?? 0,
+                                       firstValidSequence: store.meta.firstValidSequence)
             && store.meta.firstValidSequence <= RecordHeader.trustedSequenceLimit
-            // Below it, every record written from now on would be void: stored, and never found.
-            && store.state.nextSequence >= store.meta.firstValidSequence
         let renumber = store.meta.sequence >= RecordHeader.trustedSequenceLimit
         // No other process has the file open for writing: the lock and the reader table start
         // afresh (a crashed process may have left either taken).

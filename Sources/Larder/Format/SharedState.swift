@@ -117,7 +117,9 @@ struct SharedState {
     /// Whether head, tail, span, migration cursor, next sequence and live totals could be right
     /// for a ring `[ringStart, ringEnd)` whose draining index has `drainingSlotCount` slots (0 for
     /// none): FORMAT.md 3.2, checked by the open before it trusts a clean file and by the inspector.
-    func isPlausible(ringStart: Int, ringEnd: Int, drainingSlotCount: Int) -> Bool {
+    /// `firstValidSequence` is the meta page's: below it, every record written would be void,
+    /// stored and never found.
+    func isPlausible(ringStart: Int, ringEnd: Int, drainingSlotCount: Int, firstValidSequence: UInt64) -> Bool {
         let head = head, tail = tail, span = spanBytes
         let aligned = FileLayout.recordAlignment - 1
         // The live totals: what the span holds, entries of at least a header each.
@@ -125,7 +127,7 @@ struct SharedState {
         return head >= ringStart && head <= ringEnd && tail >= ringStart && tail <= ringEnd
             && head & aligned == 0 && tail & aligned == 0 && span >= 0 && span <= ringEnd - ringStart
             && migrationCursor >= 0 && migrationCursor <= drainingSlotCount
-            && nextSequence <= RecordHeader.trustedSequenceLimit
+            && nextSequence <= RecordHeader.trustedSequenceLimit && nextSequence >= firstValidSequence
             && liveBytes >= 0 && liveBytes <= span && entries >= 0 && entries <= liveBytes / RecordHeader.size
             && liveRawBytes >= 0 && liveStoredBytes >= 0 && liveStoredBytes <= liveBytes
     }

@@ -259,11 +259,10 @@
         migrationCursor = state.migrationCursor
         let formatted = state.isFormatted
         counters = SharedState.Counter.allCases.map { ("\($0)", formatted ? state.counter($0) : 0) }
-        // As the engine's open judges it: below the first valid sequence, every write is void.
         isPlausible = formatted && state.isPlausible(
             ringStart: FileLayout.dataStart(pageSize: meta.pageSize), ringEnd: ringEnd,
-            drainingSlotCount: meta.drainingIndex.exists ? meta.drainingIndex.slotCount : 0)
-            && state.nextSequence >= meta.firstValidSequence
+            drainingSlotCount: meta.drainingIndex.exists ? meta.drainingIndex.slotCount : 0,
+            firstValidSequence: meta.firstValidSequence)
     }
 
     /// Whether the ring between tail and head can be walked record by record: the file was closed
