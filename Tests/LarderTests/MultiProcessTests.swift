@@ -34,6 +34,59 @@ struct MultiProcessTests {
         #expect(try cache.bytes(forKey: "k2999").flatMap { VersionedValue.check($0, key: 2999) } == 2)
     }
 
+    /// A writer that joins others takes the shared state they keep only once it has found it
+    /// plausible, as a sole writer's open does: a process that broke the format (here, the next
+    /// sequence number put below the first valid one, so that every record written from it on
+    /// would be void: stored, and never found) is repaired in place, not written on from.
+    @Test func aJoiningWriterRebuildsASharedStateThatCannotBeRight() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(path: path, options: .init(capacity: .megabytes(4)))
+        for key in 0..<300 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+        let store = cache.entry.store
+        try store.withWriterLock { () throws(LarderError) in
+            store.state.nextSequence = store.meta.firstValidSequence - 1
+        }
+
+        await #expect(processExitsWith: .success) { [path = path as String] in
+            let child = try Cache(path: path)
+            for key in 300..<600 { try child.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+            let intact = try (0..<600).allSatisfy { key in
+                try child.bytes(forKey: "k\(key)").flatMap { VersionedValue.check($0, key: key) } == 1
+            }
+            exit(intact && child.stats.recoveries == 1 ? 0 : 1)
+        }
+
+        #expect(cache.stats.recoveries == 1)
+        #expect(cache.count == 600)
+        try cache.set([7], forKey: "after")
+        #expect(try cache.bytes(forKey: "after") == [7])
+        let lost = try (0..<600).filter { key in
+            try cache.bytes(forKey: "k\(key)").flatMap { VersionedValue.check($0, key: key) } != 1
+        }
+        #expect(lost.isEmpty, "k\(lost.first ?? 0) lost first")
+    }
+
+    /// A writer that has the file open when another process breaks the head rebuilds the ring in
+    /// place when it next makes room, instead of failing every placement until the file is
+    /// reopened alone.
+    @Test func aWriterRebuildsARingWhoseHeadWasPutOutsideIt() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path(), options: .init(capacity: .megabytes(4)))
+        for key in 0..<300 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+        let store = cache.entry.store
+        try store.withWriterLock { () throws(LarderError) in
+            store.state.head = store.ringEnd + (1 << 20)
+        }
+
+        for key in 300..<600 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+        #expect(cache.stats.recoveries == 1)
+        let lost = try (0..<600).filter { key in
+            try cache.bytes(forKey: "k\(key)").flatMap { VersionedValue.check($0, key: key) } != 1
+        }
+        #expect(lost.isEmpty, "k\(lost.first ?? 0) lost first")
+    }
+
     /// A writer that died between writing a meta copy and moving the change counter (the two
     /// steps of `writeMeta`) left a copy the next writer's view does not know. Recovery takes
     /// it up before it cuts the file back to the ring's end: with the older copy's smaller size,

@@ -146,13 +146,22 @@ extension CacheStore {
         let stepLimit = 4 * (ringEnd - ringStart) / FileLayout.recordAlignment + 64
         var jumps = 0
         let jumpLimit = 8 * (readers.slotCount + 2)
+        var rebuilt = false
         while true {
             steps += 1
             if jumps > jumpLimit && !readers.isEmpty {
                 throw LarderError(.busy, "zero-copy reads lend out records all round the cache; no room for \(size) bytes until they end", path: path)
             }
             if steps > stepLimit {
-                throw LarderError(.corrupt, "the ring is inconsistent (no progress while making room)", path: path)
+                // Head, tail and span out of step with the ring (a process that broke the format
+                // while this one had the file open): rebuilt from the records, once.
+                guard !rebuilt else {
+                    throw LarderError(.corrupt, "the ring is inconsistent (no progress while making room)", path: path)
+                }
+                try rebuild()
+                rebuilt = true
+                steps = 0
+                continue
             }
             let head = state.head
             let start = FileLayout.alignUp(head, alignment)

@@ -377,6 +377,7 @@ final class CacheStore {
                 store.viewChangeCounter = store.state.changeCounter &- 1
             }
             try store.refreshView()
+            if !readOnly { try store.rebuildIfSharedStateImplausible() }
             return store
         }
         // Before anything is written through the map: a file copied sparse has holes that growth
@@ -385,10 +386,7 @@ final class CacheStore {
         // A first valid sequence past the trusted limit would be counted on from (FORMAT.md 4.1):
         // recovery lowers it.
         let usable = !truncated && store.state.isFormatted && store.state.isClean && !meta.indexSegmentsOverlap
-            && (try? store.attachTables()) != nil
-            && store.state.isPlausible(ringStart: store.ringStart, ringEnd: store.ringEnd,
-                                       drainingSlotCount: store.draining?.slotCount ?? 0,
-                                       firstValidSequence: store.meta.firstValidSequence)
+            && (try? store.attachTables()) != nil && store.sharedStateIsPlausible
             && store.meta.firstValidSequence <= RecordHeader.trustedSequenceLimit
         let renumber = store.meta.sequence >= RecordHeader.trustedSequenceLimit
         // No other process has the file open for writing: the lock and the reader table start
@@ -409,6 +407,23 @@ final class CacheStore {
         }
         if renumber { try store.renumberMetaCopies() }
         return store
+    }
+
+    /// Whether head, tail, span and the totals in the shared state could be right for this view
+    /// (FORMAT.md 3.2): a writer trusts them from then on.
+    var sharedStateIsPlausible: Bool {
+        state.isPlausible(ringStart: ringStart, ringEnd: ringEnd, drainingSlotCount: draining?.slotCount ?? 0,
+                          firstValidSequence: meta.firstValidSequence)
+    }
+
+    /// A writer joining the writers of other processes checks the shared state they keep, once,
+    /// as a sole writer's open does, and rebuilds the file in place when it cannot be right
+    /// (FORMAT.md 7.3): a head or tail outside the ring, left by a process that broke the format,
+    /// would otherwise fail every placement this one makes.
+    private func rebuildIfSharedStateImplausible() throws(LarderError) {
+        try withWriterLock { () throws(LarderError) in
+            if !sharedStateIsPlausible { try rebuild() }
+        }
     }
 
     /// Makes the shared-state page usable by this and later processes: formats it if it is not,
