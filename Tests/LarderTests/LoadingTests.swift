@@ -363,6 +363,25 @@ struct LoadingTests {
         #expect(try await cache.value(Int.self, forKey: "slow") == 7)
     }
 
+    /// A load a caller started in the background runs at the priority of a more urgent caller
+    /// that joins it, which would otherwise wait for it at background priority.
+    @Test func aLoadRunsAtThePriorityOfItsMostUrgentCaller() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        let load: @Sendable () async throws -> UInt8 = {
+            await waitForCallers(2, of: "image", in: cache)
+            // The joining caller raises the load just after it has joined.
+            let deadline = Date().addingTimeInterval(30)
+            while Task.currentPriority < .high && Date() < deadline { try? await Task.sleep(for: .milliseconds(1)) }
+            return Task.currentPriority.rawValue
+        }
+        let prefetch = Task(priority: .background) { try await cache.value(UInt8.self, forKey: "image", orLoad: load) }
+        await waitForCallers(1, of: "image", in: cache)
+        let needed = Task(priority: .high) { try await cache.value(UInt8.self, forKey: "image", orLoad: load) }
+        #expect(try await needed.value == TaskPriority.high.rawValue)
+        #expect(try await prefetch.value == TaskPriority.high.rawValue)
+    }
+
     @Test func aLoadedValueTooLargeToKeepIsStillReturned() async throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 1 << 20)

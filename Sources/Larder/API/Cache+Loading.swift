@@ -66,8 +66,10 @@ extension Cache {
     ///
     /// Concurrent callers for the same key share one call of the loader (single flight): a
     /// hundred tasks asking for a missing key at once cause one load, and all get its value, or
-    /// all its error. A stored value that no longer decodes as `Value`, or that fails its
-    /// checksum, counts as a miss.
+    /// all its error. The load runs at the priority of its most urgent caller: a prefetch started
+    /// in the background is raised when the interface asks for the same key (on Apple platforms
+    /// from macOS 26 and iOS 26, where tasks can be raised). A stored value that no longer
+    /// decodes as `Value`, or that fails its checksum, counts as a miss.
     ///
     /// This is ``load(_:forKey:expiry:policy:coder:using:)`` with ``LoadPolicy/cacheFirst``;
     /// use that to fall back on stale values when the loader fails.
@@ -275,7 +277,9 @@ extension Cache {
 /// its key meanwhile (single flight).
 ///
 /// The first caller starts the load as a task of its own, so that cancelling one caller does
-/// not fail the others; each caller waits for the outcome, or for its own cancellation.
+/// not fail the others; each caller waits for the outcome, or for its own cancellation. The task
+/// starts at the first caller's priority and is raised to each later caller's: a prefetch in the
+/// background must not keep the interface waiting at background priority for the value it asks for.
 final class LoadFlights: @unchecked Sendable {
     static let shared = LoadFlights()
 
@@ -303,6 +307,8 @@ final class LoadFlights: @unchecked Sendable {
         var callers = 0
         /// Callers neither cancelled nor given the outcome.
         var waiting = 0
+        /// The task running the load.
+        var loader: Task<Void, Never>?
 
         init(key: Key) { self.key = key }
     }
@@ -319,21 +325,31 @@ final class LoadFlights: @unchecked Sendable {
         if LoadFlights.loading.contains(key) {
             return .failure(LarderError(.invalidArgument, "a loader asked the cache for the key it is loading"))
         }
-        let (flight, caller, leads) = lock.withLock {
+        let (flight, caller, joinedLoader) = lock.withLock { () -> (Flight, Int, Task<Void, Never>?) in
             let existing = flights[key]
             let flight = existing ?? Flight(key: key)
             flights[key] = flight
             flight.callers += 1
             flight.waiting += 1
-            return (flight, flight.callers, existing == nil)
-        }
-        if leads {
-            Task {
-                let outcome = await LoadFlights.$loading.withValue(LoadFlights.loading.union([key])) { await load() }
-                self.finish(flight, with: outcome)
+            if existing == nil {
+                flight.loader = Task {
+                    let outcome = await LoadFlights.$loading.withValue(LoadFlights.loading.union([key])) { await load() }
+                    self.finish(flight, with: outcome)
+                }
+                return (flight, flight.callers, nil)
             }
+            return (flight, flight.callers, flight.loader)
         }
+        if let joinedLoader { LoadFlights.raise(joinedLoader, to: Task.currentPriority) }
         return await wait(for: flight, as: caller)
+    }
+
+    /// Raises `loader` to `priority` if it runs below it; where the system has no way to (Apple
+    /// platforms before 26), it runs on at the priority it started with.
+    private static func raise(_ loader: Task<Void, Never>, to priority: TaskPriority) {
+        if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
+            loader.escalatePriority(to: priority)
+        }
     }
 
     private func wait(for flight: Flight, as caller: Int) async -> Outcome {
