@@ -21,11 +21,12 @@ extension LarderCommand {
         var capacity: String?
 
         func validate() throws {
-            try validateSize(capacity, option: "--capacity")
+            try validateCapacity(capacity)
         }
 
         func run() throws {
             try reportingErrors {
+                try requireExisting(cacheFile.file)
                 let report = try FileInspector.compact(path: cacheFile.file, capacity: capacity.flatMap { ByteFormat.parseSize($0) })
                 Output.write(Array(SalvageText.render(report, verb: "compacted").utf8))
             }

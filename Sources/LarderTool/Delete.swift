@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import Larder
 
 extension LarderCommand {
@@ -25,12 +24,4 @@ extension LarderCommand {
             }
         }
     }
-}
-
-/// Opens an existing cache read-write: unlike `Cache(path:)`, never creates a file.
-func openExisting(_ path: String) throws -> Cache {
-    guard FileManager.default.fileExists(atPath: path) else {
-        throw LarderError(.invalidArgument, "no such file", path: path)
-    }
-    return try Cache(path: path)
 }

@@ -50,7 +50,7 @@ extension LarderCommand {
 
         func run() throws {
             try reportingErrors {
-                let inspector = try FileInspector(path: cacheFile.file)
+                let inspector = try inspectExisting(cacheFile.file)
                 let walk = inspector.walk()
                 if pages {
                     PageMapText(inspector: inspector, walk: walk).write(limit: limit, json: json)

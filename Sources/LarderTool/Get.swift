@@ -17,7 +17,7 @@ extension LarderCommand {
         func run() throws {
             let keyBytes = try key.bytes()
             try reportingErrors {
-                let inspector = try FileInspector(path: cacheFile.file)
+                let inspector = try inspectExisting(cacheFile.file)
                 switch inspector.lookup(key: keyBytes) {
                 case .found(_, let value):
                     Output.write(value)

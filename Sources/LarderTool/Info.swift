@@ -12,7 +12,7 @@ extension LarderCommand {
 
         func run() throws {
             try reportingErrors {
-                let inspector = try FileInspector(path: cacheFile.file)
+                let inspector = try inspectExisting(cacheFile.file)
                 let walk = inspector.walk()
                 Output.write(Array(Info.render(inspector, walk).utf8))
             }
@@ -33,7 +33,7 @@ extension LarderCommand {
             if summary.isTruncated { fileSize += ", truncated to \(summary.diskSize) bytes on disk" }
             table.add(["file size", fileSize])
             table.add(["created", TimeFormat.date(summary.createdAt)])
-            table.add(["state", stateText(inspector.state)])
+            table.add(["state", stateText(inspector.state, truncated: summary.isTruncated)])
             table.add(["entries", "\(walk.entries.count)"])
             table.add(["live bytes", ByteFormat.size(raw)])
             table.add(["stored bytes", "\(ByteFormat.size(stored)) (compression ratio \(String(format: "%.2f", ratio)))"])
@@ -51,7 +51,8 @@ extension LarderCommand {
             return table.render() + "\n" + pageTable.render() + "\n" + counters.render()
         }
 
-        private static func stateText(_ state: StateSnapshot?) -> String {
+        private static func stateText(_ state: StateSnapshot?, truncated: Bool) -> String {
+            if truncated { return "truncated (needs recovery)" }
             guard let state, state.isFormatted else { return "not formatted (needs recovery)" }
             if !state.isClean { return "not closed cleanly (changed by a process that has it open, or left by a crash)" }
             return state.isPlausible ? "clean" : "clean, but head and tail are impossible"

@@ -70,9 +70,17 @@ struct KeyArgument: ParsableArguments {
     }
 }
 
-/// Refuses the value of a size option (`--capacity`) that `ByteFormat.parseSize` cannot read.
+/// Refuses the value of a size option that `ByteFormat.parseSize` cannot read.
 func validateSize(_ text: String?, option: String, allowingZero: Bool = false) throws {
     if let text, ByteFormat.parseSize(text, allowingZero: allowingZero) == nil {
         throw ValidationError("\(option) '\(text)' is not a size (e.g. 262144, 256K, 64M)")
+    }
+}
+
+/// Refuses a `--capacity` no cache may have, before any work starts.
+func validateCapacity(_ text: String?) throws {
+    try validateSize(text, option: "--capacity")
+    if let text, let bytes = ByteFormat.parseSize(text), !Cache.capacities.contains(bytes) {
+        throw ValidationError("--capacity must be from \(ByteFormat.size(Cache.capacities.lowerBound)) to \(ByteFormat.size(Cache.capacities.upperBound)), not \(ByteFormat.size(bytes))")
     }
 }

@@ -33,7 +33,7 @@ extension LarderCommand {
             if let ttl, !(ttl > 0 && ttl <= Self.longestTTL) {
                 throw ValidationError("--ttl must be a positive number of seconds, at most \(Int(Self.longestTTL)) (100 years)")
             }
-            try validateSize(capacity, option: "--capacity")
+            try validateCapacity(capacity)
         }
 
         func run() throws {
@@ -51,6 +51,9 @@ extension LarderCommand {
                 let options = Cache.Options(capacity: isNew ? capacity.flatMap { ByteFormat.parseSize($0) }.map { .bytes($0) } : nil,
                                             compressionThreshold: 0)
                 let cache = try Cache(path: cacheFile.file, options: options)
+                if !isNew, let requested = capacity.flatMap({ ByteFormat.parseSize($0) }), requested != cache.capacity {
+                    Output.error("\(cacheFile.file) exists and keeps its capacity of \(ByteFormat.size(cache.capacity)); `larder compact --capacity` changes it")
+                }
                 try cache.set(value, forKey: keyBytes, expiry: ttl.map { .seconds($0) }, compression: lz4 ? .lz4 : Compression.none)
                 try cache.close()
             }

@@ -30,7 +30,7 @@ extension LarderCommand {
                 if !force && FileManager.default.fileExists(atPath: out) {
                     throw LarderError(.invalidArgument, "the file exists; pass --force to replace it", path: out)
                 }
-                let inspector = try FileInspector(path: cacheFile.file)
+                let inspector = try inspectExisting(cacheFile.file)
                 let bar = ProgressBar("reading", totalBytes: inspector.summary.fileSize)
                 let report = try inspector.salvage(into: out, progress: bar.update)
                 bar.finish()

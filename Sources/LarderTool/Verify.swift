@@ -22,7 +22,7 @@ extension LarderCommand {
             try reportingErrors {
                 let inspector: FileInspector
                 do {
-                    inspector = try FileInspector(path: path)
+                    inspector = try inspectExisting(path)
                 } catch let error as LarderError where error.code == .corrupt {
                     // Without a usable meta page nothing else can be located: that is the damage.
                     Output.print("\(path): damaged")

@@ -254,7 +254,13 @@ struct InspectionCommandTests {
     @Test func errorsGoToStderrWithStatus2() throws {
         let directory = TemporaryDirectory()
         let missing = try Larder.expect(["info", directory.path("none.larder")], status: 2, stdout: "")
-        #expect(missing.stderr.hasPrefix("larder: \(directory.path("none.larder")): open: No such file or directory"))
+        // In the words every command uses for a missing file.
+        #expect(missing.stderr == "larder: \(directory.path("none.larder")): no such file (invalid argument)\n")
+        for command in ["dump", "get", "verify", "compact"] {
+            let arguments = [command, directory.path("none.larder")] + (command == "get" ? ["k"] : [])
+            #expect(try Larder.expect(arguments, status: 2, stdout: "").stderr == missing.stderr)
+        }
+        try Larder.expect(["recover", directory.path("none.larder"), directory.path("out.larder")], status: 2, stdout: "")
         let text = directory.path("notes.txt")
         try Data("just some text, long enough to look at".utf8).write(to: URL(fileURLWithPath: text))
         let foreign = try Larder.expect(["dump", text], status: 2, stdout: "")

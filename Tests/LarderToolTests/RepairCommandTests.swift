@@ -67,6 +67,7 @@ struct RepairCommandTests {
             4 records checked, 3 entries reachable, 8.3 KiB walked
 
             """)
+        #expect(try Larder.expect(["info", path]).stdout.contains("state         truncated (needs recovery)\n"))
     }
 
     @Test func damagedMetaPages() throws {
@@ -181,6 +182,10 @@ struct RepairCommandTests {
         }
         #expect(try reopened.data(forKey: "k\(499 - kept)") == nil)
         try Larder.expect(["compact", "--capacity", "lots", path], status: 64)
+        // Refused before any work, as a usage error, not as a failure to write the copy.
+        let small = try Larder.expect(["compact", "--capacity", "12K", path], status: 64, stdout: "")
+        #expect(small.stderr.contains("--capacity must be from 64 KiB to 1 TiB, not 12 KiB"))
+        #expect(try Cache(path: path).capacity == 1 << 20)
     }
 
     /// `compact` refuses a file with another hard link, and says why: not that the file is open

@@ -19,8 +19,12 @@ struct WritingCommandTests {
         try Larder.expect(["get", path, "implicit"], stdout: "also stdin")
         #expect(try Larder.expect(["info", path]).stdout.contains("capacity      1 MiB\n"))
         // Through the library too: the tool wrote an ordinary cache file.
+        // A capacity for a file that exists is not taken, and the tool says so.
+        let resized = try Larder.expect(["put", "--capacity", "2M", path, "more"], input: Data("x".utf8), stdout: "")
+        #expect(resized.stderr == "larder: \(path) exists and keeps its capacity of 1 MiB; `larder compact --capacity` changes it\n")
         let cache = try Cache(path: path)
         #expect(try cache.data(forKey: "file") == bytes)
+        #expect(try cache.data(forKey: "more") == Data("x".utf8))
         #expect(cache.capacity == 1 << 20)
     }
 
@@ -38,6 +42,9 @@ struct WritingCommandTests {
         #expect(try Larder.expect(["get", path, "k"]).stdoutData == Data(repeating: 120, count: 4000))
         try Larder.expect(["put", "--ttl", "0", path, "k"], status: 64)
         try Larder.expect(["put", "--capacity", "lots", path, "k"], status: 64)
+        let small = try Larder.expect(["put", "--capacity", "12K", directory.path("new.larder"), "k"], status: 64)
+        #expect(small.stderr.contains("--capacity must be from 64 KiB to 1 TiB, not 12 KiB"))
+        #expect(!FileManager.default.fileExists(atPath: directory.path("new.larder")))
     }
 
     @Test func putWithABinaryKey() throws {

@@ -81,6 +81,10 @@ public final class Cache: @unchecked Sendable {
     /// The longest key, in bytes.
     public static let maximumKeyLength = CacheStore.maximumKeyLength
 
+    /// The capacities a cache may have: from 64 KiB (16 pages for pages larger than 4 KiB) to
+    /// 1 TiB.
+    public static let capacities = FileLayout.minimumCapacity(pageSize: FileLayout.minimumPageSize)...FileLayout.maximumFileSize
+
     /// The file this cache lives in.
     public let path: String
     /// The options it was opened with.
