@@ -302,8 +302,11 @@ int larder_foreach(larder *db, larder_foreach_fn fn, void *ctx);
 /* A static description of a status code. */
 const char *larder_strerror(int status);
 
-/* The detail of the last error on this thread (path, errno text), or "" when there was none.
- * Valid until the next call into the library on this thread. */
+/* The detail of the last error on this thread, or "" when there was none: "Larder ", the status
+ * as larder_strerror gives it, the file in parentheses when one is concerned, ": " and what
+ * happened (with the system's errno text for LARDER_IO), as in
+ * "Larder I/O error (/data/app.larder): open: Permission denied". Valid until the next call into
+ * the library on this thread. */
 const char *larder_last_error_message(void);
 
 /* The library's version, e.g. "0.1.0". */

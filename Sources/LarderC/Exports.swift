@@ -197,7 +197,7 @@ public func larderGetAlloc(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRaw
             capacity = length
             memory = malloc(max(length, 1))
             guard memory != nil else {
-                LastError.set("could not allocate \(length) bytes")
+                LastError.set(LarderError(.noMemory, "could not allocate \(length) bytes").description)
                 return LARDER_NO_MEMORY
             }
         }

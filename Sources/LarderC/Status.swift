@@ -21,7 +21,7 @@ enum Status {
     static func of(_ error: any Error) -> Int32 {
         if let error = error as? StatusError { return error.status }
         guard let error = error as? LarderError else {
-            LastError.set("\(error)")
+            LastError.set(LarderError(.io, "\(error)").description)
             return LARDER_IO
         }
         LastError.set(error.description)
@@ -30,7 +30,7 @@ enum Status {
 
     /// `LARDER_INVALID_ARGUMENT`, with `message` as this thread's last error.
     static func invalid(_ message: String) -> Int32 {
-        LastError.set("invalid argument: \(message)")
+        LastError.set(LarderError(.invalidArgument, message).description)
         return LARDER_INVALID_ARGUMENT
     }
 

@@ -475,6 +475,54 @@ struct BasicOperationsTests {
         #expect(try Cache(path: path).bytes(forKey: "absent") == nil)
     }
 
+    /// An open that recovers a file (seconds, for a large one) holds up no open or close of
+    /// another file in the process; an open of the same file meanwhile waits for it, and then
+    /// shares its store.
+    @Test(.failsIfItHangs) func anOpenThatRecoversHoldsUpOnlyOpensOfItsFile() throws {
+        let directory = TemporaryDirectory()
+        let crashed = directory.path("crashed.larder")
+        let otherPath = directory.path("other.larder")
+        let cache = try Cache(path: directory.path())
+        try cache.set([1], forKey: "k")
+        // A copy of a file in use is what a crash leaves: the next open recovers it.
+        try FileManager.default.copyItem(atPath: directory.path(), toPath: crashed)
+        try cache.close()
+        let recovering = DispatchSemaphore(value: 0)
+        let goOn = DispatchSemaphore(value: 0)
+        CacheStore.recoveryAtOpenHook = { path in
+            guard path == crashed else { return }
+            recovering.signal()
+            _ = goOn.wait(timeout: .now() + 60)
+        }
+        defer { CacheStore.recoveryAtOpenHook = nil }
+        let meanwhile = Outcomes()
+        let stores = openAtOnce([crashed, crashed]) { cache, _ in
+            if try cache.bytes(forKey: "k") != [1] { meanwhile.record(failure: "the recovered value is wrong") }
+        } meanwhile: { thread in
+            guard thread == 0 else { return }
+            defer { goOn.signal() }
+            guard recovering.wait(timeout: .now() + 60) == .success else {
+                meanwhile.record(failure: "no open recovered the file")
+                return
+            }
+            let otherFile = DispatchSemaphore(value: 0)
+            Thread {
+                do {
+                    let other = try Cache(path: otherPath)
+                    try other.set([2], forKey: "k")
+                    try other.close()
+                } catch {
+                    meanwhile.record(failure: "\(error)")
+                }
+                otherFile.signal()
+            }.start()
+            meanwhile.record(otherFileDone: otherFile.wait(timeout: .now() + 10) == .success)
+        }
+        #expect(meanwhile.otherFileDone == true, "another file's open and close waited for a recovery")
+        #expect(meanwhile.failures.isEmpty && stores.failures.isEmpty, "\(meanwhile.failures) \(stores.failures)")
+        #expect(stores.distinct == 1, "\(stores.distinct) stores for one file")
+    }
+
     /// An open that gives way to another process closes its descriptor once: a second close of
     /// the number would close whatever another thread opened under it meanwhile (a store's
     /// descriptor, dropping its locks, or a caller's file).

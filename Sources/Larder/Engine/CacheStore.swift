@@ -73,6 +73,14 @@ final class CacheStore {
     /// Set while `rebuild()` runs, so that damage it cannot repair is an error, not a loop, and
     /// so that the index changes it makes on the way stay inside its bracket of the index epoch.
     var isRebuilding = false
+    /// Tests only: runs on the opening thread when an open is about to recover the file at the
+    /// path passed. Set while opens of other tests run: read and written under a lock.
+    static var recoveryAtOpenHook: ((String) -> Void)? {
+        get { hookLock.withReadLock { unguardedRecoveryAtOpenHook } }
+        set { hookLock.withWriteLock { unguardedRecoveryAtOpenHook = newValue } }
+    }
+    private static let hookLock = ReadWriteLock()
+    nonisolated(unsafe) private static var unguardedRecoveryAtOpenHook: ((String) -> Void)?
     /// Tests only: runs in each step of a listing between its reading of the slots (passed) and
     /// its checking of the records they name, where a writer of another process may act.
     var listingStepHook: (([UInt64]) -> Void)?
@@ -397,6 +405,7 @@ final class CacheStore {
         // write (`acquireWriterLock`): opening a clean file then waits for no disk.
         if !usable || metaChanged || renumber { try store.markInUse() }
         if !usable {
+            recoveryAtOpenHook?(store.path)
             try store.rebuild()
             store.recoveredOnOpen = true
         } else {

@@ -52,24 +52,35 @@ final class OpenFileRegistry: @unchecked Sendable {
     }
 
     /// Recursive: shrinking a file at open (`CacheStore.rewrite`) opens the smaller copy
-    /// through a `Cache` of its own.
+    /// through a `Cache` of its own, under the lock when the file was created meanwhile by
+    /// another process (`openNow`).
     private let lock = NSRecursiveLock()
     private var entries: [Key: Entry] = [:]
-    /// How many opens have started over after waiting for another process, for tests to tell a
-    /// wait from a spin.
+    /// Existing files a thread is opening outside the lock (`openNow`), in the mode opened.
+    private var opening: Set<Key> = []
+    /// How many opens have started over after waiting for another process or thread, for tests
+    /// to tell a wait from a spin.
     var restartsAfterWaiting: Int { lock.withLock { restarts } }
     private var restarts = 0
 
     /// The open store for `path`, opening it when this process does not have it open yet.
     ///
-    /// Every open of the process runs under the registry's one lock, and every store stays
-    /// registered until its close is done, so that two spellings of one path, or an open racing a
-    /// close, never make two stores of one file. What waits for another process (an open while
-    /// another process, or another thread of this one, recovers or compacts the file, which can
-    /// take seconds; a close while another process opens) waits outside that lock, so that the
-    /// process's opens and closes of other files go on meanwhile. (Where locks belong to the
-    /// process, the descriptors that waiting opens and closes beside the file's other stores are
-    /// kept from dropping those stores' locks by `ProcessLockTable`.)
+    /// Every store stays registered until its close is done, and a file is registered once, so
+    /// that two spellings of one path, or an open racing a close, never hand out two stores of
+    /// one file. The creation of a file runs under the registry's one lock; the open of an
+    /// existing file, which may recover it (seconds, for a large one), runs outside it, with the
+    /// file claimed in `opening`: other threads' opens of it wait, in either mode. A store opened
+    /// for a path that meanwhile named a file another thread has (a compaction elsewhere renamed
+    /// a new file over it) is closed again; the file's locks keep the two opens apart as they
+    /// keep two processes'. What waits for another process or thread (an open while the file is
+    /// being opened, recovered or compacted; a close while another process opens) waits outside
+    /// the lock too, so that the process's opens and closes of other files go on meanwhile: on
+    /// the file's transition lock, which a read-write open holds throughout, or by polling every
+    /// 200 µs where that lock does not hold it back (a read-only open waiting for another
+    /// thread's read-only open, the moments before and after an open holds the lock). (Where
+    /// locks belong to the process, the descriptors that waiting opens and closes beside the
+    /// file's other stores are kept from dropping those stores' locks, and from sharing their
+    /// exclusive ones, by `ProcessLockTable`.)
     func open(path: String, configuration: CacheStore.Configuration) throws(LarderError) -> Entry {
         try CacheStore.validate(configuration, path: path)
         // Kept across attempts: an attempt that could not shrink the file leaves it as it is.
@@ -77,11 +88,13 @@ final class OpenFileRegistry: @unchecked Sendable {
         while true {
             do {
                 if let entry = try openNow(path: path, configuration: &configuration) { return entry }
-                // A store of the file is closing in this process: a close that waits for another
-                // process, then holds the file's transition lock, which the wait blocks on (for
-                // as long as it can; a close that has not reached the lock yet is polled).
+                // A store of the file is closing in this process, or another thread is opening
+                // the file: a close that waits for another process, then holds the file's
+                // transition lock, as a read-write open does throughout, which the wait blocks on
+                // (for as long as it can; the rest is polled).
                 _ = try CacheStore.waitForOtherProcesses(path: path, readOnly: configuration.readOnly)
                 usleep(200)
+                lock.withLock { restarts += 1 }
             } catch where error.code == LarderError.otherProcessInTransition.code {
                 if try !CacheStore.waitForOtherProcesses(path: path, readOnly: configuration.readOnly) { usleep(1000) }
                 lock.withLock { restarts += 1 }
@@ -89,29 +102,57 @@ final class OpenFileRegistry: @unchecked Sendable {
         }
     }
 
-    /// One attempt at `open`: nil while a store of the file is closing.
+    /// One attempt at `open`: nil while a store of the file is closing, or another thread is
+    /// opening the file (in either mode).
     private func openNow(path: String, configuration: inout CacheStore.Configuration) throws(LarderError) -> Entry? {
         lock.lock()
-        defer { lock.unlock() }
+        var isLocked = true
+        defer { if isLocked { lock.unlock() } }
         let named = Self.key(path: path, readOnly: configuration.readOnly)
         if let named, let entry = entries[named] {
             guard !entry.isClosing else { return nil }
             entry.users += 1
             return entry
         }
+        if let named, isBeingOpened(named) { return nil }
         let otherModeIsOpen = named.map { entries[$0.otherMode] != nil } ?? false
         var attempt = configuration
         attempt.mayReplaceFile = configuration.mayReplaceFile && !otherModeIsOpen
         attempt.waitsForOtherProcesses = false
         // What the next attempt keeps is a shrink that failed, not the other mode's being open now.
         defer { if !otherModeIsOpen { configuration.mayReplaceFile = attempt.mayReplaceFile } }
-        let store = try CacheStore.open(path: path, configuration: &attempt)
+        if let named {
+            opening.insert(named)
+            lock.unlock()
+            isLocked = false
+        }
+        let opened = Result { () throws(LarderError) in try CacheStore.open(path: path, configuration: &attempt) }
+        if !isLocked {
+            lock.lock()
+            isLocked = true
+        }
+        if let named { opening.remove(named) }
+        let store = try opened.get()
         var info = stat()
         fstat(store.file.descriptor.rawValue, &info)
         let key = Key(info, readOnly: configuration.readOnly)
+        // The path named another file by the time the open reached it (a compaction in another
+        // process), and another thread has that one open or is opening it: one store is enough.
+        guard key == named || (entries[key] == nil && !isBeingOpened(key)) else {
+            lock.unlock()
+            isLocked = false
+            // Never used: whatever its close meets (a full disk) is the other store's to report.
+            try? store.close()
+            return nil
+        }
         let entry = Entry(store: store, key: key)
         entries[key] = entry
         return entry
+    }
+
+    /// Whether a thread is opening the file of `key` in either mode. Under `lock`.
+    private func isBeingOpened(_ key: Key) -> Bool {
+        opening.contains(key) || opening.contains(key.otherMode)
     }
 
     /// Gives a user's share back; the last one closes the store.
