@@ -451,18 +451,7 @@ struct BasicOperationsTests {
         } meanwhile: { thread in
             guard thread == 0 else { return }
             Thread.sleep(forTimeInterval: 0.3)
-            let otherFile = DispatchSemaphore(value: 0)
-            Thread {
-                do {
-                    let other = try Cache(path: otherPath)
-                    try other.set([1], forKey: "k")
-                    try other.close()
-                } catch {
-                    meanwhile.record(failure: "\(error)")
-                }
-                otherFile.signal()
-            }.start()
-            meanwhile.record(otherFileDone: otherFile.wait(timeout: .now() + 10) == .success)
+            meanwhile.openAndClose(otherPath)
             holder.close()
         }
         #expect(meanwhile.otherFileDone == true, "another file's open and close waited for this file's")
@@ -505,18 +494,7 @@ struct BasicOperationsTests {
                 meanwhile.record(failure: "no open recovered the file")
                 return
             }
-            let otherFile = DispatchSemaphore(value: 0)
-            Thread {
-                do {
-                    let other = try Cache(path: otherPath)
-                    try other.set([2], forKey: "k")
-                    try other.close()
-                } catch {
-                    meanwhile.record(failure: "\(error)")
-                }
-                otherFile.signal()
-            }.start()
-            meanwhile.record(otherFileDone: otherFile.wait(timeout: .now() + 10) == .success)
+            meanwhile.openAndClose(otherPath)
         }
         #expect(meanwhile.otherFileDone == true, "another file's open and close waited for a recovery")
         #expect(meanwhile.failures.isEmpty && stores.failures.isEmpty, "\(meanwhile.failures) \(stores.failures)")
@@ -674,6 +652,23 @@ private final class Outcomes: @unchecked Sendable {
     }
 
     func record(failure: String) { lock.withLock { errors.append(failure) } }
+
+    /// Opens, writes and closes the cache at `path` on a thread of its own, and records whether
+    /// that was done within 10 seconds.
+    func openAndClose(_ path: String) {
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            do {
+                let other = try Cache(path: path)
+                try other.set([1], forKey: "k")
+                try other.close()
+            } catch {
+                self.record(failure: "\(error)")
+            }
+            done.signal()
+        }.start()
+        record(otherFileDone: done.wait(timeout: .now() + 10) == .success)
+    }
 }
 
 /// The stores that handles opened at once on one file saw, from several threads.
