@@ -22,6 +22,10 @@ extension LarderCommand {
         @Flag(help: "Show values as hexadecimal (implies --values).")
         var hex = false
 
+        @Option(name: .customLong("value-bytes"),
+                help: "In the table, show at most this many bytes of each value; 0 shows them all (JSON always does).")
+        var valueBytes = 64
+
         @Flag(help: "Show the page map instead: every meta, state, index and record region, in file order.")
         var pages = false
 
@@ -39,6 +43,7 @@ extension LarderCommand {
 
         func validate() throws {
             if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }
+            if valueBytes < 0 { throw ValidationError("--value-bytes must not be negative") }
             if hexKey && prefix == nil { throw ValidationError("--hex-key applies to --prefix, which is missing") }
             if pages, let ignored = [(prefix != nil, "--prefix"), (values, "--values"), (hex, "--hex")].first(where: \.0) {
                 throw ValidationError("\(ignored.1) does not apply to --pages, which shows every region")
@@ -85,7 +90,10 @@ extension LarderCommand {
                            TimeFormat.expiry(entry.expiresAt, now: now), entry.wasRead ? "yes" : "no"]
                 if showsValues {
                     if let value = inspector.value(of: entry) {
-                        row.append(hex ? ByteFormat.hex(value) : KeyText.display(value))
+                        let shown = valueBytes == 0 ? value : Array(value.prefix(valueBytes))
+                        var text = hex ? ByteFormat.hex(shown) : KeyText.display(shown)
+                        if shown.count < value.count { text += " ... (\(ByteFormat.size(value.count - shown.count)) more)" }
+                        row.append(text)
                     } else {
                         row.append(entry.damage.map { "(damaged: \($0))" } ?? "(changed while being read)")
                     }

@@ -106,6 +106,23 @@ struct InspectionCommandTests {
         #expect(try Larder.expect(["get", path, "big"]).stdoutData == Data(repeating: 65, count: 3000))
     }
 
+    /// A table row shows the first 64 bytes of a value unless told otherwise; JSON all of it.
+    @Test func dumpShortensLongValuesInItsTable() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(path: path, options: .init(capacity: .megabytes(1)))
+        try cache.set(Data(repeating: 0x61, count: 1000), forKey: "long")
+        try cache.close()
+        let shortened = try Larder.expect(["dump", "--values", path]).stdout
+        #expect(shortened.contains("  " + String(repeating: "a", count: 64) + " ... (936 B more)\n"))
+        #expect(try Larder.expect(["dump", "--hex", "--value-bytes", "2", path]).stdout.contains("  6161 ... (998 B more)\n"))
+        let everything = try Larder.expect(["dump", "--values", "--value-bytes", "0", path]).stdout
+        #expect(everything.contains("  " + String(repeating: "a", count: 1000) + "\n"))
+        let json = try Larder.expect(["dump", "--json", "--values", path]).stdout
+        #expect(json.contains("\"value\":\"" + String(repeating: "a", count: 1000) + "\""))
+        try Larder.expect(["dump", "--value-bytes", "-1", path], status: 64)
+    }
+
     @Test func dumpFiltersAndShowsValues() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
