@@ -46,7 +46,9 @@ extern "C" {
  * kept so that status codes match the Swift API's.) */
 #define LARDER_CLOSED (-9)
 /* Another process or handle has the file open in a way that excludes this open; or writers of
- * other processes kept changing what a read or a walk looked at for longer than 5 s. */
+ * other processes kept changing what a read or a walk looked at for longer than 5 s; or a write
+ * found no room because larder_with_value callbacks (of any process, this one included) lend out
+ * records all round the cache: it may succeed once they return. */
 #define LARDER_BUSY (-10)
 
 /* ---- Opening ------------------------------------------------------------------------------- */
@@ -78,7 +80,8 @@ typedef struct larder_options {
     uint32_t compression_threshold; /* values shorter than this are stored raw; 0 = 128 */
 } larder_options;
 
-/* Fills *opts with the defaults (and struct_size). Always call it before setting fields.
+/* Fills *opts with the defaults (and struct_size). Always call it before setting fields:
+ * larder_open refuses (LARDER_INVALID_ARGUMENT) a struct_size below 8, such as a zeroed struct's.
  *
  * A macro, so that the size is the one the program was compiled with: a library built with a
  * newer header, whose larder_options has grown, writes no further than that, and larder_open
@@ -122,7 +125,8 @@ int larder_close(larder *db);
 
 /* Stores `value` for `key` (1..4096 bytes), replacing any earlier value. ttl_ms: 0 = the cache's
  * default, LARDER_TTL_NEVER = never, else milliseconds from now. A full cache evicts the least
- * recently used entries to make room. */
+ * recently used entries to make room; LARDER_TOO_LARGE for a key or value it can never hold,
+ * LARDER_BUSY while larder_with_value callbacks lend out records all round it. */
 int larder_put(larder *db, const void *key, size_t key_len,
                const void *value, size_t value_len, uint64_t ttl_ms);
 
@@ -190,7 +194,9 @@ typedef void (*larder_value_fn)(void *ctx, const void *value, size_t value_len);
  * what must outlive fn. */
 int larder_with_value(larder *db, const void *key, size_t key_len, larder_value_fn fn, void *ctx);
 
-/* Returns the value for `key` in memory from malloc: release it with larder_free. */
+/* Returns the value for `key` in memory from malloc: release it with larder_free (also a value of
+ * 0 bytes, which comes back as a non-NULL allocation). With LARDER_NOT_FOUND, *value is NULL and
+ * *value_len 0. */
 int larder_get_alloc(larder *db, const void *key, size_t key_len, void **value, size_t *value_len);
 
 /* Releases memory returned by larder_get_alloc. NULL is a no-op. */
@@ -271,18 +277,22 @@ struct larder_stats {
     uint64_t hits;
     uint64_t misses;
     uint64_t inserts;        /* puts of keys that were not there */
-    uint64_t evictions;      /* entries dropped to make room */
+    uint64_t evictions;      /* entries dropped to make room, and by larder_trim_bytes and
+                                larder_trim_count */
     uint64_t expirations;    /* entries dropped because their time was up */
     uint64_t updates;        /* puts that replaced a value */
-    uint64_t removals;       /* entries removed by larder_delete(_many), larder_clear, larder_delete_prefix,
-                                larder_remove_older (an expired one counts as an expiration) */
+    uint64_t removals;       /* entries removed by larder_delete(_many), larder_delete_prefix,
+                                larder_remove_older (an expired one counts as an expiration),
+                                and larder_clear (every entry, expired ones too) */
     uint64_t relocations;    /* entries moved to the head of the ring because they were read */
     uint64_t recoveries;     /* times the file was rebuilt after an unclean close */
 };
 
 /* Fills the first out->struct_size bytes of *out (set struct_size first):
  *     struct larder_stats st = { .struct_size = sizeof st };   (C99; in C++ memset, then set it)
- *     larder_stats(db, &st); */
+ *     larder_stats(db, &st);
+ * and sets struct_size to the bytes it filled (less than asked when this library's larder_stats
+ * is shorter than the program's). LARDER_INVALID_ARGUMENT for a struct_size below 8. */
 int larder_stats(larder *db, struct larder_stats *out);
 
 /* Calls fn for every live entry, in no particular order, with its key and value length (the key

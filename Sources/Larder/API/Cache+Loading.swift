@@ -114,7 +114,8 @@ extension Cache {
     /// theirs, the others theirs. Each caller's own policy decides whether it falls back on a
     /// stale copy when that load fails. Callers of one key should agree on its type and coder.
     /// A loader may read its key, but a read-through call for it from inside its own loader
-    /// throws ``LarderError/Code-swift.struct/invalidArgument`` (it would wait for itself). When
+    /// that would load it again, with the same policy, throws
+    /// ``LarderError/Code-swift.struct/invalidArgument`` (it would wait for itself). When
     /// every caller of a load has been cancelled, the next caller starts a new load.
     ///
     /// A loaded value is stored unless the key's value was stored since the load began, by a

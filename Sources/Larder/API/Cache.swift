@@ -132,9 +132,10 @@ public final class Cache: @unchecked Sendable {
     ///   - key: 1 to 4096 bytes.
     ///   - expiry: When the entry stops being returned; `nil` uses `options.defaultExpiry`.
     ///   - compression: How to store this value; `nil` uses `options.compression`.
-    /// - Throws: `.tooLarge` for a value the cache can never hold, `.invalidArgument` for an empty
-    ///   key or an expiry that is not a number, `.full` when the disk refuses more space,
-    ///   `.readOnly`, `.closed`.
+    /// - Throws: `.tooLarge` for a key over 4096 bytes or a value the cache can never hold,
+    ///   `.invalidArgument` for an empty key, an expiry that is not a number, or a call from
+    ///   inside `withValue` on this thread, `.full` when the disk refuses more space, `.busy`
+    ///   while `withValue` calls lend out records all round the cache, `.readOnly`, `.closed`.
     ///
     /// The corresponding C function is `larder_put`.
     @inlinable
@@ -285,6 +286,8 @@ public final class Cache: @unchecked Sendable {
     }
 
     /// The value for `key` as bytes, or `nil` when it is missing or expired.
+    ///
+    /// The corresponding C function is `larder_get_alloc`.
     public func bytes(forKey key: some CacheKey) throws(LarderError) -> [UInt8]? {
         do {
             return try withValue(forKey: key) { Array($0) }

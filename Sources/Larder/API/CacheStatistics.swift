@@ -1,7 +1,8 @@
 /// A snapshot of what a cache holds and how it has been used.
 ///
 /// The counters persist in the file and add up over every process that used it; the hits and
-/// misses of other processes appear once those processes sync or close.
+/// misses of other read-write processes appear once those processes sync or close (a read-only
+/// handle keeps its own to itself).
 public struct CacheStatistics: Hashable, Sendable {
     /// Entries stored, expired ones included until they are reclaimed (as ``Cache/count``).
     public var entryCount: Int
@@ -23,10 +24,11 @@ public struct CacheStatistics: Hashable, Sendable {
     public var inserts: UInt64
     /// Keys stored that replaced a value.
     public var updates: UInt64
-    /// Entries removed by a call: `removeValue`, `removeValues(forKeys:)`, `removeAll`,
-    /// `removeAll(withPrefix:)`, `removeOlder(than:)` (an expired one counts as an expiration).
+    /// Entries removed by a call: `removeValue`, `removeValues(forKeys:)`,
+    /// `removeAll(withPrefix:)`, `removeOlder(than:)` (an expired one counts as an expiration),
+    /// and `removeAll()` (every entry, expired ones too).
     public var removals: UInt64
-    /// Entries dropped to make room.
+    /// Entries dropped to make room, and by `trim(toCount:)` and `trim(toBytes:)`.
     public var evictions: UInt64
     /// Entries dropped because their time was up.
     public var expirations: UInt64

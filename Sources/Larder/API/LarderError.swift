@@ -17,7 +17,8 @@ public struct LarderError: Error, Equatable, Sendable, CustomStringConvertible {
         public static let tooLarge = Code(rawValue: -2)
         /// The operating system refused a file operation (see the message for errno's text).
         public static let io = Code(rawValue: -3)
-        /// The file is damaged in a way that cannot be repaired on open.
+        /// The file (or the value asked for) is damaged: a value that fails its checksum, or a
+        /// file that no open can use as it is.
         public static let corrupt = Code(rawValue: -4)
         /// The file is not a Larder cache, or needs a newer version of Larder.
         public static let incompatible = Code(rawValue: -5)
@@ -31,7 +32,9 @@ public struct LarderError: Error, Equatable, Sendable, CustomStringConvertible {
         public static let closed = Code(rawValue: -9)
         /// Another process has the file open in a way that excludes this open; or writers of
         /// other processes kept changing what a read or a listing looked at for longer than its
-        /// patience (5 s).
+        /// patience (5 s); or a write found no room because `withValue` calls (of any process,
+        /// this one included) lend out records all round the cache: it may succeed once they
+        /// return.
         public static let busy = Code(rawValue: -10)
 
         /// The code in a few words: "invalid argument", "disk full", ...
