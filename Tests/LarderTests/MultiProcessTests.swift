@@ -67,6 +67,27 @@ struct MultiProcessTests {
         #expect(lost.isEmpty, "k\(lost.first ?? 0) lost first")
     }
 
+    /// The check a joining writer makes is of a file others have written: a clean one (its sole
+    /// writer has changed nothing since it found it plausible) is joined without taking the lock,
+    /// and stays clean, so that the open waits for no disk.
+    @Test func aJoiningWriterLeavesACleanFileClean() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let first = try Cache(path: path)
+        try first.set([1], forKey: "k")
+        try first.close()
+        let cache = try Cache(path: path)
+        #expect(cache.entry.store.state.isClean)
+
+        await #expect(processExitsWith: .success) { [path = path as String] in
+            let child = try Cache(path: path)
+            exit(try child.bytes(forKey: "k") == [1] ? 0 : 1)
+        }
+
+        #expect(cache.entry.store.state.isClean)
+        #expect(try cache.bytes(forKey: "k") == [1])
+    }
+
     /// A writer that has the file open when another process breaks the head rebuilds the ring in
     /// place when it next makes room, instead of failing every placement until the file is
     /// reopened alone.

@@ -385,7 +385,9 @@ final class CacheStore {
                 store.viewChangeCounter = store.state.changeCounter &- 1
             }
             try store.refreshView()
-            if !readOnly { try store.rebuildIfSharedStateImplausible() }
+            // A clean file has not been written since a sole writer found its state plausible (a
+            // write clears the flag first, under the lock): its open waits for no disk.
+            if !readOnly && !store.state.isClean { try store.rebuildIfSharedStateImplausible() }
             return store
         }
         // Before anything is written through the map: a file copied sparse has holes that growth
@@ -427,8 +429,8 @@ final class CacheStore {
 
     /// A writer joining the writers of other processes checks the shared state they keep, once,
     /// as a sole writer's open does, and rebuilds the file in place when it cannot be right
-    /// (FORMAT.md 7.3): a head or tail outside the ring, left by a process that broke the format,
-    /// would otherwise fail every placement this one makes.
+    /// (FORMAT.md 7.3): a next sequence below the first valid one, left by a process that broke
+    /// the format, would otherwise make this one's records void.
     private func rebuildIfSharedStateImplausible() throws(LarderError) {
         try withWriterLock { () throws(LarderError) in
             if !sharedStateIsPlausible { try rebuild() }
