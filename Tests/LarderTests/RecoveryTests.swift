@@ -15,6 +15,12 @@ enum VersionedValue {
         return bytes + pattern(key &* 7919 &+ version, count: length)
     }
 
+    /// The keys among `keys` whose value in `cache` (under "k" and the key) is not exactly what
+    /// `make` produced for `version`: lost, damaged or of another version.
+    static func keys(_ keys: Range<Int>, notAt version: Int, in cache: Cache) throws -> [Int] {
+        try keys.filter { key in try cache.bytes(forKey: "k\(key)").flatMap { check($0, key: key) } != version }
+    }
+
     /// The version a value claims, when the value is exactly what `make` produced for `key`.
     static func check(_ bytes: [UInt8], key: Int) -> Int? {
         guard bytes.count >= 8 else { return nil }
