@@ -187,8 +187,9 @@ typedef void (*larder_value_fn)(void *ctx, const void *value, size_t value_len);
  * the library's; so is a checked copy where a pin cannot be taken (a read-only handle, whose
  * mapping cannot write the pin table in the file, or a table with every slot taken by other
  * readers). Returns LARDER_OK once fn has returned, or LARDER_NOT_FOUND, without calling fn, when
- * the key is missing or expired; LARDER_CORRUPT when the value fails its checksum (fn is not
- * called). Inside fn, reads of this handle work, but its writes are refused with
+ * the key is missing or expired; LARDER_CORRUPT when the value fails its checksum, and
+ * LARDER_NO_MEMORY when the library cannot get the memory for its buffer (fn is not called
+ * either way). Inside fn, reads of this handle work, but its writes are refused with
  * LARDER_INVALID_ARGUMENT, and larder_close does nothing (see larder_close); the refused call's
  * status says so (larder_last_error_message() too, until the next call into the library). Copy
  * what must outlive fn. */
@@ -196,7 +197,7 @@ int larder_with_value(larder *db, const void *key, size_t key_len, larder_value_
 
 /* Returns the value for `key` in memory from malloc: release it with larder_free (also a value of
  * 0 bytes, which comes back as a non-NULL allocation). With LARDER_NOT_FOUND, *value is NULL and
- * *value_len 0. */
+ * *value_len 0; LARDER_NO_MEMORY when malloc cannot give the value's length. */
 int larder_get_alloc(larder *db, const void *key, size_t key_len, void **value, size_t *value_len);
 
 /* Releases memory returned by larder_get_alloc. NULL is a no-op. */

@@ -38,12 +38,20 @@ extension Cache {
     public func withValues<Keys: Collection>(forKeys keys: Keys,
                                              _ body: (_ index: Int, _ value: UnsafeRawBufferPointer?) throws -> Void) throws
     where Keys.Element: CacheKey {
-        // The values' copies, one at a time: grown for a longer one, kept from batch to batch.
-        var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
-        defer { buffer.deallocate() }
-        try forEachBatch(of: keys, key: { $0 }) { batch, firstIndex, _ in
-            try readBatch(batch, firstIndex: firstIndex, buffer: &buffer, body)
+        try withCopyBuffer { buffer in
+            try forEachBatch(of: keys, key: { $0 }) { batch, firstIndex, _ in
+                try readBatch(batch, firstIndex: firstIndex, buffer: &buffer, body)
+            }
         }
+    }
+
+    /// Runs `body` with a buffer for the values' copies, one at a time: `readBatch` grows it for a
+    /// longer one, and it is kept from batch to batch.
+    @usableFromInline
+    func withCopyBuffer(_ body: (inout UnsafeMutableRawBufferPointer) throws -> Void) throws {
+        var buffer = try ValueMemory.allocate(4096, forValueIn: path)
+        defer { ValueMemory.release(buffer) }
+        try body(&buffer)
     }
 
     /// The values of `keys`, in order: nil where a key is missing or expired. Read as
@@ -144,7 +152,8 @@ extension Cache {
     }
 
     /// `withValues` for one batch of keys, the first of which is at `firstIndex` in the caller's:
-    /// each value copied into `buffer`, which grows for a value longer than it.
+    /// each value copied into `buffer` (a `ValueMemory` buffer), which grows for a value longer
+    /// than it.
     @usableFromInline
     func readBatch(_ batch: KeyBatch, firstIndex: Int, buffer: inout UnsafeMutableRawBufferPointer,
                    _ body: (_ index: Int, _ value: UnsafeRawBufferPointer?) throws -> Void) throws {
@@ -152,8 +161,9 @@ extension Cache {
             let key = batch.key(at: index)
             var length = try copyValue(forKeyBytes: key, into: buffer)
             while let needed = length, needed > buffer.count {
-                buffer.deallocate()
-                buffer = .allocate(byteCount: needed, alignment: 16)
+                let larger = try ValueMemory.allocate(needed, forValueIn: path)
+                ValueMemory.release(buffer)
+                buffer = larger
                 length = try copyValue(forKeyBytes: key, into: buffer)
             }
             try body(firstIndex + index, length.map { UnsafeRawBufferPointer(rebasing: buffer[..<$0]) })

@@ -215,7 +215,9 @@ public final class Cache: @unchecked Sendable {
     /// lent); reads are fine.
     ///
     /// - Returns: What `body` returns, or `nil` when the key is missing or expired.
-    /// - Throws: `.corrupt` when the stored value fails its checksum; whatever `body` throws.
+    /// - Throws: `.corrupt` when the stored value fails its checksum; `.noMemory` when a value
+    ///   stored compressed (or lent as a copy, when every reader slot is taken) needs more memory
+    ///   than the process can get; whatever `body` throws.
     ///
     /// The corresponding C function is `larder_with_value`.
     @inlinable
@@ -249,6 +251,9 @@ public final class Cache: @unchecked Sendable {
 
     /// The value for `key` as `Data`, or `nil` when it is missing or expired.
     ///
+    /// - Throws: `.noMemory` when the process cannot get the memory for the copy (the value and
+    ///   the cache are as they were); `.corrupt` when the stored value fails its checksum.
+    ///
     /// The corresponding C function is `larder_get_alloc`.
     public func data(forKey key: some CacheKey) throws(LarderError) -> Data? {
         try key.withCacheKeyBytes { keyBytes in
@@ -263,8 +268,8 @@ public final class Cache: @unchecked Sendable {
             try read(keyBytes) { (view) throws(LarderError) in
                 try store.copyValue(forKey: keyBytes, in: view, includingExpired: includingExpired) { count in
                     if let buffer, buffer.count >= count { return buffer }
-                    buffer?.deallocate()
-                    buffer = .allocate(byteCount: max(count, 1), alignment: 16)
+                    buffer.map(ValueMemory.release)
+                    buffer = ValueMemory.allocate(count)
                     return buffer
                 }
             }
@@ -273,19 +278,22 @@ public final class Cache: @unchecked Sendable {
         do {
             length = try outcome.get()
         } catch {
-            buffer?.deallocate()
+            buffer.map(ValueMemory.release)
             throw error
         }
-        guard let length, let buffer else {
-            buffer?.deallocate()
+        guard let length else {
+            buffer.map(ValueMemory.release)
             return nil
         }
-        return Data(bytesNoCopy: buffer.baseAddress!, count: length, deallocator: .custom { pointer, _ in
-            pointer.deallocate()
-        })
+        guard let buffer, buffer.count >= length else { throw ValueMemory.exhausted(length, path: path) }
+        // ValueMemory's buffers are malloc's, which Data's `.free` gives back.
+        return Data(bytesNoCopy: buffer.baseAddress!, count: length, deallocator: .free)
     }
 
     /// The value for `key` as bytes, or `nil` when it is missing or expired.
+    ///
+    /// An array the process cannot get the memory for stops the program, as every `Array` does;
+    /// ``data(forKey:)`` throws `.noMemory` instead, for values that may be that large.
     ///
     /// The corresponding C function is `larder_get_alloc`.
     public func bytes(forKey key: some CacheKey) throws(LarderError) -> [UInt8]? {

@@ -265,9 +265,9 @@ extension CacheStore {
             }
             precondition(target.count >= header.rawLength)
             let copy = header.isCompressed
-                ? UnsafeMutableRawBufferPointer.allocate(byteCount: max(header.storedLength, 1), alignment: 16)
+                ? try ValueMemory.allocate(header.storedLength, forValueIn: path)
                 : UnsafeMutableRawBufferPointer(rebasing: target[0..<header.storedLength])
-            defer { if header.isCompressed { copy.deallocate() } }
+            defer { if header.isCompressed { ValueMemory.release(copy) } }
             let checksum = view.copyStoredValue(of: found, key: key, to: copy.baseAddress)
             guard isUnchanged(found, in: view) else { try backOff(&retry, in: view); continue }
             guard checksum == header.dataChecksum else { throw damaged(found) }
@@ -319,8 +319,8 @@ extension CacheStore {
                 body(stored)
                 return true
             }
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(header.rawLength, 1), alignment: 16)
-            defer { buffer.deallocate() }
+            let buffer = try ValueMemory.allocate(header.rawLength, forValueIn: path)
+            defer { ValueMemory.release(buffer) }
             let value = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<header.rawLength])
             guard LZ4Codec.decompress(stored, into: value) else {
                 throw LarderError(.corrupt, "the compressed value for this key does not decode", path: path)
@@ -345,16 +345,16 @@ extension CacheStore {
     /// Reader: `withValue` through a private copy, for when no reader slot is free.
     private func lendCopy(forKey key: UnsafeRawBufferPointer, in view: ReadView,
                           _ body: (UnsafeRawBufferPointer) -> Void) throws(LarderError) -> Bool {
-        var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1, alignment: 16)
-        defer { buffer.deallocate() }
+        var buffer: UnsafeMutableRawBufferPointer?
+        defer { buffer.map(ValueMemory.release) }
         let length = try copyValue(forKey: key, in: view) { count in
-            if buffer.count < count {
-                buffer.deallocate()
-                buffer = .allocate(byteCount: count, alignment: 16)
-            }
+            if let buffer, buffer.count >= count { return buffer }
+            buffer.map(ValueMemory.release)
+            buffer = ValueMemory.allocate(count)
             return buffer
         }
         guard let length else { return false }
+        guard let buffer, buffer.count >= length else { throw ValueMemory.exhausted(length, path: path) }
         body(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
         return true
     }
