@@ -516,6 +516,48 @@ struct DamagedFileTests {
         try expectOpensWithoutRecovery(path, key: 3, version: 2)
     }
 
+    #if os(Linux)
+    /// A header resealed to say that its 9 MB value is compressed and decodes to 2 GiB: a
+    /// process that cannot get that much memory (an address space limited to 512 MiB more than it
+    /// uses) still verifies the file (the inspector behind `larder verify` cannot tell whether
+    /// the value decodes, and says nothing of it), and a read of the key fails with `.noMemory`.
+    /// Both stopped the process before.
+    @Test(.failsIfItHangs) func aValueClaimingMoreMemoryThanThereIsStopsNoProcess() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(at: path, capacity: 32 << 20)
+        var generator = SplitMix(seed: 3)
+        try cache.set((0..<(9 << 20)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }, forKey: "large")
+        try cache.set([1, 2, 3], forKey: "small")
+        try cache.close()
+        try rewrite(path) { bytes in
+            let offset = recordOffset(ofKey: "large", in: bytes)
+            bytes[offset + RecordHeader.Field.flags] |= RecordHeader.compressedFlag
+            for byte in 0..<4 { bytes[offset + RecordHeader.Field.rawLength + byte] = UInt8(truncatingIfNeeded: 0x7E00_0000 >> (8 * byte)) }
+            resealHeader(at: offset, in: &bytes)
+        }
+
+        await #expect(processExitsWith: .success) { [path = path as String] in
+            let statm = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8)
+            let used = Int(statm.split(separator: " ")[0])! * Int(sysconf(Int32(_SC_PAGESIZE)))
+            var limit = rlimit()
+            getrlimit(Int32(RLIMIT_AS.rawValue), &limit)
+            limit.rlim_cur = rlim_t(used + (512 << 20))
+            guard setrlimit(Int32(RLIMIT_AS.rawValue), &limit) == 0 else { exit(10) }
+            let report = try FileInspector(path: path).verify().report
+            guard report.isSound else { exit(11) }
+            let cache = try Cache(path: path)
+            do {
+                _ = try cache.data(forKey: "large")
+                exit(12)
+            } catch {
+                guard (error as? LarderError)?.code == .noMemory else { exit(13) }
+            }
+            exit(try cache.bytes(forKey: "small") == [1, 2, 3] ? 0 : 14)
+        }
+    }
+    #endif
+
     /// Readers accept keys of up to 65,535 bytes (FORMAT.md 1.3) although writers write at most
     /// 4,096: enumerating such a record copied its key into a 4 KiB buffer (a trap; in a build
     /// without checks, a heap overflow). Its longer key no longer hashes to its slot's tag, so the

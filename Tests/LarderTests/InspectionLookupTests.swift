@@ -1,3 +1,4 @@
+import CLarderSupport
 import Dispatch
 import Foundation
 import Testing
@@ -83,5 +84,54 @@ struct InspectionValueTests {
         #expect(now.offset == walked.offset)
         #expect(inspector.value(of: walked) == nil)
         #expect(inspector.value(of: now) == pattern(99, count: 8000))
+    }
+
+    /// The inspector keeps the head and tail it checked: it read them once for its snapshot and
+    /// again for the check, so a page another process wrote in between passed the check with
+    /// values the walk then used (a tail before the ring stopped the walk on a range that runs
+    /// backwards). A thread here writes the tail of a closed file through a mapping of its own,
+    /// between an impossible value and the real one, for two seconds of inspections.
+    @Test(.failsIfItHangs) func aStateSnapshotIsCheckedAsKept() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        do {
+            let cache = try Cache(path: path)
+            for key in 0..<300 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+            try cache.close()
+        }
+        let descriptor = open(path, O_RDWR)
+        defer { close(descriptor) }
+        let pageSize = 4096
+        let map = try #require(mmap(nil, 3 * pageSize, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0))
+        defer { munmap(map, 3 * pageSize) }
+        let tailAddress = UInt(bitPattern: map + 2 * pageSize + SharedState.Field.tail)
+        let done = AtomicWord()
+        let trusted = LockedCounter()
+        let impossible = LockedCounter()
+        runOnThreads(2) { thread in
+            if thread == 0 {
+                let tail = UnsafeMutableRawPointer(bitPattern: tailAddress)!
+                let real = lrd_load_relaxed_u64(tail)
+                while done.load() == 0 {
+                    lrd_store_relaxed_u64(tail, 16)
+                    lrd_store_relaxed_u64(tail, real)
+                }
+                return
+            }
+            let deadline = Date().addingTimeInterval(2)
+            while Date() < deadline {
+                guard let inspector = try? FileInspector(path: path), let state = inspector.state,
+                      state.isTrustworthy else { continue }
+                trusted.increment()
+                if state.tail < inspector.summary.ringStart {
+                    impossible.increment()
+                } else {
+                    _ = inspector.walk()
+                }
+            }
+            done.store(1)
+        }
+        #expect(impossible.value == 0)
+        #expect(trusted.value > 0)
     }
 }

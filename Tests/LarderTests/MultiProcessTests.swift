@@ -102,6 +102,66 @@ struct MultiProcessTests {
         #expect(lost.isEmpty, "k\(lost.first ?? 0) lost first")
     }
 
+    /// What another process may leave in the shared state when it breaks the format while this
+    /// one has the file open (each stands in for a write to page 2 such a process made).
+    enum BrokenState: String, CaseIterable, CustomTestStringConvertible {
+        case headAtTheLargestInteger, unalignedHead, tailBeforeTheRing, negativeSpanAtCapacity
+        case entryCountAtTheLargestInteger, migrationCursorAtTheLargestInteger, negativeMigrationCursor
+        case nextSequenceBelowTheFirstValid
+
+        var testDescription: String { rawValue }
+
+        /// The file is at its capacity (the span then decides every placement's room) or, for
+        /// the migration cursor, has an index migrating.
+        var capacity: ByteCount { self == .negativeSpanAtCapacity ? .kilobytes(64) : .megabytes(4) }
+        var keys: Int {
+            switch self {
+            case .negativeSpanAtCapacity: 20
+            case .migrationCursorAtTheLargestInteger, .negativeMigrationCursor: 385
+            default: 300
+            }
+        }
+
+        func apply(to store: CacheStore) {
+            let state = store.state
+            switch self {
+            case .headAtTheLargestInteger: state.head = .max
+            case .unalignedHead: state.head += 8
+            case .tailBeforeTheRing: state.tail = 16
+            case .negativeSpanAtCapacity: state.spanBytes = .min
+            case .entryCountAtTheLargestInteger: state.entryCount = .max
+            case .migrationCursorAtTheLargestInteger: state.migrationCursor = .max
+            case .negativeMigrationCursor:
+                state.migrationCursor = .min
+                state.entryCount = 10_000
+            case .nextSequenceBelowTheFirstValid: state.nextSequence = store.meta.firstValidSequence - 1
+            }
+        }
+    }
+
+    /// A writer counts with head, tail, span, counts and migration cursor only once it has found
+    /// them plausible under the writer lock: numbers another process broke made its next write
+    /// trap on an arithmetic overflow, loop for hours, or store records never found. It rebuilds
+    /// the file in place instead, and nothing stored is lost.
+    @Test(.failsIfItHangs, arguments: BrokenState.allCases)
+    func aWriterRebuildsAStateAnotherProcessBroke(_ broken: BrokenState) throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path(), options: .init(capacity: broken.capacity))
+        for key in 0..<broken.keys { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+        let store = cache.entry.store
+        if broken == .negativeSpanAtCapacity { #expect(store.ringEnd == store.capacity) }
+        if broken.keys == 385 { #expect(store.draining != nil) }
+        let before = cache.count
+        try store.withWriterLock { () throws(LarderError) in broken.apply(to: store) }
+
+        try cache.set([7], forKey: "after")
+        #expect(cache.stats.recoveries == 1)
+        #expect(try cache.bytes(forKey: "after") == [7])
+        #expect(cache.count == before + 1)
+        let lost = try VersionedValue.keys(0..<broken.keys, notAt: 1, in: cache)
+        #expect(lost.count == broken.keys - before, "k\(lost.first ?? 0) lost")
+    }
+
     /// A writer that died between writing a meta copy and moving the change counter (the two
     /// steps of `writeMeta`) left a copy the next writer's view does not know. Recovery takes
     /// it up before it cuts the file back to the ring's end: with the older copy's smaller size,

@@ -385,9 +385,6 @@ final class CacheStore {
                 store.viewChangeCounter = store.state.changeCounter &- 1
             }
             try store.refreshView()
-            // A clean file has not been written since a sole writer found its state plausible (a
-            // write clears the flag first, under the lock): its open waits for no disk.
-            if !readOnly && !store.state.isClean { try store.rebuildIfSharedStateImplausible() }
             return store
         }
         // Before anything is written through the map: a file copied sparse has holes that growth
@@ -421,20 +418,19 @@ final class CacheStore {
     }
 
     /// Whether head, tail, span and the totals in the shared state could be right for this view
-    /// (FORMAT.md 3.2): a writer trusts them from then on.
+    /// (FORMAT.md 3.2): a sole writer's open trusts a clean file only then.
     var sharedStateIsPlausible: Bool {
-        state.isPlausible(ringStart: ringStart, ringEnd: ringEnd, drainingSlotCount: draining?.slotCount ?? 0,
-                          firstValidSequence: meta.firstValidSequence)
+        state.figures.isPlausible(ringStart: ringStart, ringEnd: ringEnd, drainingSlotCount: draining?.slotCount ?? 0,
+                                  firstValidSequence: meta.firstValidSequence)
     }
 
-    /// A writer joining the writers of other processes checks the shared state they keep, once,
-    /// as a sole writer's open does, and rebuilds the file in place when it cannot be right
-    /// (FORMAT.md 7.3): a next sequence below the first valid one, left by a process that broke
-    /// the format, would otherwise make this one's records void.
-    private func rebuildIfSharedStateImplausible() throws(LarderError) {
-        try withWriterLock { () throws(LarderError) in
-            if !sharedStateIsPlausible { try rebuild() }
-        }
+    /// `sharedStateIsPlausible` but for the totals only statistics read: checked by every writer
+    /// that takes the writer lock, which rebuilds the file when they cannot be right (FORMAT.md 7.3).
+    @inline(__always)
+    var ringStateIsPlausible: Bool {
+        state.figures.ringIsPlausible(ringStart: ringStart, ringEnd: ringEnd, drainingSlotCount: draining?.slotCount ?? 0,
+                                      firstValidSequence: meta.firstValidSequence,
+                                      lastSequence: RecordHeader.sequenceLimit - 1)
     }
 
     /// Makes the shared-state page usable by this and later processes: formats it if it is not,
@@ -687,7 +683,8 @@ final class CacheStore {
             // The first change since the file was last closed clean, by any process.
             if state.isClean { try markInUse() }
             if !viewIsCurrent { try refreshView() }
-            if state.needsRepair { try rebuild() }
+            // What a process that broke the format left in the shared state is not counted with.
+            if state.needsRepair || !ringStateIsPlausible { try rebuild() }
         } catch {
             releaseWriterLock()
             throw error

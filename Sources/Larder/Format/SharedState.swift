@@ -94,9 +94,9 @@ struct SharedState {
     }
 
     // The words below come from the file: a damaged or hostile one may hold any value in them.
-    // They are stored truncating and updated with wrapping arithmetic (`&+=`), so that a wrong
-    // total skews statistics and eviction until the next rebuild, but never traps; the open
-    // checks them before it trusts a clean file (`isPlausible`).
+    // They are stored truncating and updated with wrapping arithmetic (`&+=`); a writer checks
+    // them (`Figures.isPlausible`) when it takes the writer lock, before it counts with them,
+    // and an open before it trusts a clean file.
     var head: Int { get { Int(truncatingIfNeeded: word(Field.head)) } nonmutating set { setWord(Field.head, UInt64(truncatingIfNeeded: newValue)) } }
     var tail: Int { get { Int(truncatingIfNeeded: word(Field.tail)) } nonmutating set { setWord(Field.tail, UInt64(truncatingIfNeeded: newValue)) } }
     /// Bytes from the tail to the head in ring order, everything included.
@@ -114,22 +114,53 @@ struct SharedState {
 
     var indexEpoch: UInt64 { lrd_load_acquire_u64(page + Field.indexEpoch) }
 
-    /// Whether head, tail, span, migration cursor, next sequence and live totals could be right
-    /// for a ring `[ringStart, ringEnd)` whose draining index has `drainingSlotCount` slots (0 for
-    /// none): FORMAT.md 3.2, checked by the open before it trusts a clean file and by the inspector.
-    /// `firstValidSequence` is the meta page's: below it, every record written would be void,
-    /// stored and never found.
-    func isPlausible(ringStart: Int, ringEnd: Int, drainingSlotCount: Int, firstValidSequence: UInt64) -> Bool {
-        let head = head, tail = tail, span = spanBytes
-        let aligned = FileLayout.recordAlignment - 1
-        // The live totals: what the span holds, entries of at least a header each.
-        let liveBytes = liveRecordBytes, entries = entryCount
-        return head >= ringStart && head <= ringEnd && tail >= ringStart && tail <= ringEnd
-            && head & aligned == 0 && tail & aligned == 0 && span >= 0 && span <= ringEnd - ringStart
-            && migrationCursor >= 0 && migrationCursor <= drainingSlotCount
-            && nextSequence <= RecordHeader.trustedSequenceLimit && nextSequence >= firstValidSequence
-            && liveBytes >= 0 && liveBytes <= span && entries >= 0 && entries <= liveBytes / RecordHeader.size
-            && liveRawBytes >= 0 && liveStoredBytes >= 0 && liveStoredBytes <= liveBytes
+    /// The words FORMAT.md 3.2 checks, each loaded once: a check of these values holds for them
+    /// whatever another process writes into the page meanwhile.
+    struct Figures {
+        var head, tail, spanBytes, entryCount, liveRawBytes, liveStoredBytes, liveRecordBytes, migrationCursor: Int
+        var nextSequence: UInt64
+
+        /// Whether head, tail, span, migration cursor, next sequence and live totals could be
+        /// right for a ring `[ringStart, ringEnd)` whose draining index has `drainingSlotCount`
+        /// slots (0 for none): FORMAT.md 3.2, checked by an open before it trusts a clean file.
+        /// `firstValidSequence` is the meta page's: below it, every record written would be void,
+        /// stored and never found.
+        func isPlausible(ringStart: Int, ringEnd: Int, drainingSlotCount: Int, firstValidSequence: UInt64) -> Bool {
+            ringIsPlausible(ringStart: ringStart, ringEnd: ringEnd, drainingSlotCount: drainingSlotCount,
+                            firstValidSequence: firstValidSequence, lastSequence: RecordHeader.trustedSequenceLimit)
+                && liveRawBytes >= 0 && within(liveStoredBytes, from: 0, width: liveRecordBytes)
+        }
+
+        /// `isPlausible` but for the raw and stored totals, which only statistics read, and with
+        /// the next sequence at most `lastSequence`: what a writer checks each time it takes the
+        /// writer lock (with the largest valid sequence: writers count on from what an open
+        /// trusted), so that what a process that broke the format left in the page is never
+        /// counted with (it could overflow, or send a loop on for ever).
+        @inline(__always)
+        func ringIsPlausible(ringStart: Int, ringEnd: Int, drainingSlotCount: Int, firstValidSequence: UInt64,
+                             lastSequence: UInt64) -> Bool {
+            let ring = ringEnd &- ringStart
+            // The live totals: what the span holds, entries of at least a header each.
+            return within(head, from: ringStart, width: ring) && within(tail, from: ringStart, width: ring)
+                && (head | tail) & (FileLayout.recordAlignment - 1) == 0 && within(spanBytes, from: 0, width: ring)
+                && within(migrationCursor, from: 0, width: drainingSlotCount)
+                && nextSequence <= lastSequence && nextSequence >= firstValidSequence
+                && within(liveRecordBytes, from: 0, width: spanBytes)
+                && within(entryCount, from: 0, width: liveRecordBytes / RecordHeader.size)
+        }
+
+        /// As unsigned differences, one comparison checks both ends of a range.
+        @inline(__always)
+        private func within(_ value: Int, from low: Int, width: Int) -> Bool {
+            UInt(bitPattern: value &- low) <= UInt(bitPattern: width)
+        }
+    }
+
+    @inline(__always)
+    var figures: Figures {
+        Figures(head: head, tail: tail, spanBytes: spanBytes, entryCount: entryCount, liveRawBytes: liveRawBytes,
+                liveStoredBytes: liveStoredBytes, liveRecordBytes: liveRecordBytes, migrationCursor: migrationCursor,
+                nextSequence: nextSequence)
     }
 
     /// Brackets a rearrangement of index slots (see `Field.indexEpoch`). An epoch that is odd

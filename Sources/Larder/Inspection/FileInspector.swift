@@ -248,18 +248,21 @@
     init(_ state: SharedState, meta: Meta, ringEnd: Int) {
         isFormatted = state.isFormatted
         isClean = state.isFormatted && state.isClean
-        head = state.head
-        tail = state.tail
-        spanBytes = state.spanBytes
-        nextSequence = state.nextSequence
-        entryCount = state.entryCount
-        liveRawBytes = state.liveRawBytes
-        liveStoredBytes = state.liveStoredBytes
-        liveRecordBytes = state.liveRecordBytes
-        migrationCursor = state.migrationCursor
+        // Loaded once: the values checked are the values kept, whatever a process writes into
+        // the page meanwhile.
+        let figures = state.figures
+        head = figures.head
+        tail = figures.tail
+        spanBytes = figures.spanBytes
+        nextSequence = figures.nextSequence
+        entryCount = figures.entryCount
+        liveRawBytes = figures.liveRawBytes
+        liveStoredBytes = figures.liveStoredBytes
+        liveRecordBytes = figures.liveRecordBytes
+        migrationCursor = figures.migrationCursor
         let formatted = state.isFormatted
         counters = SharedState.Counter.allCases.map { ("\($0)", formatted ? state.counter($0) : 0) }
-        isPlausible = formatted && state.isPlausible(
+        isPlausible = formatted && figures.isPlausible(
             ringStart: FileLayout.dataStart(pageSize: meta.pageSize), ringEnd: ringEnd,
             drainingSlotCount: meta.drainingIndex.exists ? meta.drainingIndex.slotCount : 0,
             firstValidSequence: meta.firstValidSequence)

@@ -232,9 +232,14 @@ extension FileInspector {
         return stored.withUnsafeBytes { decodedValue(header: header, stored: $0) }
     }
 
-    /// The stored value at `offset`, decompressed when need be; nil when it does not decode.
-    func decodedValue(at offset: Int, header: RecordHeader) -> [UInt8]? {
-        decodedValue(header: header, stored: file.bytes(at: offset + RecordHeader.size + header.keyLength, count: header.storedLength))
+    /// Whether the compressed value of the entry at `offset` decodes to its raw length; nil when
+    /// there is no memory to decode it into (a damaged header can claim 2 GiB for a few MiB
+    /// stored), and the walk then cannot tell.
+    func compressedValueDecodes(at offset: Int, header: RecordHeader) -> Bool? {
+        guard let buffer = ValueMemory.allocate(header.rawLength) else { return nil }
+        defer { ValueMemory.release(buffer) }
+        let stored = file.bytes(at: offset + RecordHeader.size + header.keyLength, count: header.storedLength)
+        return LZ4Codec.decompress(stored, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<header.rawLength]))
     }
 
     /// The value `header` describes, from its `stored` bytes.
@@ -346,7 +351,7 @@ private struct RingScanner {
         if !dataIsIntact {
             damage = "data checksum mismatch"
         } else if header.isCompressed && decodeValues && current
-                    && inspector.decodedValue(at: offset, header: header) == nil {
+                    && inspector.compressedValueDecodes(at: offset, header: header) == false {
             damage = "compressed value does not decode to \(header.rawLength) bytes"
         }
         return .entry(inspector.entryRecord(header, at: offset, damage: damage))
