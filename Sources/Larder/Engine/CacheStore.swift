@@ -424,13 +424,12 @@ final class CacheStore {
                                   firstValidSequence: meta.firstValidSequence)
     }
 
-    /// `sharedStateIsPlausible` but for the totals only statistics read: checked by every writer
-    /// that takes the writer lock, which rebuilds the file when they cannot be right (FORMAT.md 7.3).
+    /// `sharedStateIsPlausible` for a writer that has taken the writer lock, which rebuilds the
+    /// file when it is not (FORMAT.md 7.3): it counts on from the next sequence an open trusted.
     @inline(__always)
-    var ringStateIsPlausible: Bool {
-        state.figures.ringIsPlausible(ringStart: ringStart, ringEnd: ringEnd, drainingSlotCount: draining?.slotCount ?? 0,
-                                      firstValidSequence: meta.firstValidSequence,
-                                      lastSequence: RecordHeader.sequenceLimit - 1)
+    var sharedStateIsPlausibleToAWriter: Bool {
+        state.figures.isPlausible(ringStart: ringStart, ringEnd: ringEnd, drainingSlotCount: draining?.slotCount ?? 0,
+                                  firstValidSequence: meta.firstValidSequence, lastSequence: RecordHeader.heldSequenceLimit)
     }
 
     /// Makes the shared-state page usable by this and later processes: formats it if it is not,
@@ -684,7 +683,7 @@ final class CacheStore {
             if state.isClean { try markInUse() }
             if !viewIsCurrent { try refreshView() }
             // What a process that broke the format left in the shared state is not counted with.
-            if state.needsRepair || !ringStateIsPlausible { try rebuild() }
+            if state.needsRepair || !sharedStateIsPlausibleToAWriter { try rebuild() }
         } catch {
             releaseWriterLock()
             throw error

@@ -95,8 +95,8 @@ struct SharedState {
 
     // The words below come from the file: a damaged or hostile one may hold any value in them.
     // They are stored truncating and updated with wrapping arithmetic (`&+=`); a writer checks
-    // them (`Figures.isPlausible`) when it takes the writer lock, before it counts with them,
-    // and an open before it trusts a clean file.
+    // them (`Figures.isPlausible`) each time it takes the writer lock, before it counts with
+    // them, and an open before it trusts a clean file.
     var head: Int { get { Int(truncatingIfNeeded: word(Field.head)) } nonmutating set { setWord(Field.head, UInt64(truncatingIfNeeded: newValue)) } }
     var tail: Int { get { Int(truncatingIfNeeded: word(Field.tail)) } nonmutating set { setWord(Field.tail, UInt64(truncatingIfNeeded: newValue)) } }
     /// Bytes from the tail to the head in ring order, everything included.
@@ -122,23 +122,16 @@ struct SharedState {
 
         /// Whether head, tail, span, migration cursor, next sequence and live totals could be
         /// right for a ring `[ringStart, ringEnd)` whose draining index has `drainingSlotCount`
-        /// slots (0 for none): FORMAT.md 3.2, checked by an open before it trusts a clean file.
-        /// `firstValidSequence` is the meta page's: below it, every record written would be void,
-        /// stored and never found.
-        func isPlausible(ringStart: Int, ringEnd: Int, drainingSlotCount: Int, firstValidSequence: UInt64) -> Bool {
-            ringIsPlausible(ringStart: ringStart, ringEnd: ringEnd, drainingSlotCount: drainingSlotCount,
-                            firstValidSequence: firstValidSequence, lastSequence: RecordHeader.trustedSequenceLimit)
-                && liveRawBytes >= 0 && within(liveStoredBytes, from: 0, width: liveRecordBytes)
-        }
-
-        /// `isPlausible` but for the raw and stored totals, which only statistics read, and with
-        /// the next sequence at most `lastSequence`: what a writer checks each time it takes the
-        /// writer lock (with the largest valid sequence: writers count on from what an open
-        /// trusted), so that what a process that broke the format left in the page is never
-        /// counted with (it could overflow, or send a loop on for ever).
+        /// slots (0 for none): FORMAT.md 3.2. `firstValidSequence` is the meta page's: below it,
+        /// every record written would be void, stored and never found. The next sequence may be at
+        /// most `lastSequence`: the trusted limit for an open, which counts on from it; the limit
+        /// for a writer holding the lock (`RecordHeader.heldSequenceLimit`), which counts on from
+        /// what an open trusted, past the trusted limit if need be. A writer checks this each
+        /// time it takes the writer lock, so that what a process that broke the format left in
+        /// the page is never counted with (it could overflow, or send a loop on for ever).
         @inline(__always)
-        func ringIsPlausible(ringStart: Int, ringEnd: Int, drainingSlotCount: Int, firstValidSequence: UInt64,
-                             lastSequence: UInt64) -> Bool {
+        func isPlausible(ringStart: Int, ringEnd: Int, drainingSlotCount: Int, firstValidSequence: UInt64,
+                         lastSequence: UInt64 = RecordHeader.trustedSequenceLimit) -> Bool {
             let ring = ringEnd &- ringStart
             // The live totals: what the span holds, entries of at least a header each.
             return within(head, from: ringStart, width: ring) && within(tail, from: ringStart, width: ring)
@@ -147,6 +140,7 @@ struct SharedState {
                 && nextSequence <= lastSequence && nextSequence >= firstValidSequence
                 && within(liveRecordBytes, from: 0, width: spanBytes)
                 && within(entryCount, from: 0, width: liveRecordBytes / RecordHeader.size)
+                && liveRawBytes >= 0 && within(liveStoredBytes, from: 0, width: liveRecordBytes)
         }
 
         /// As unsigned differences, one comparison checks both ends of a range.
