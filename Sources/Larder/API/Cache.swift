@@ -293,7 +293,7 @@ public final class Cache: @unchecked Sendable {
     /// The value for `key` as bytes, or `nil` when it is missing or expired.
     ///
     /// An array the process cannot get the memory for stops the program, as every `Array` does;
-    /// ``data(forKey:)`` throws `.noMemory` instead, for values that may be that large.
+    /// ``data(forKey:)-(CacheKey)`` throws `.noMemory` instead, for values that may be that large.
     ///
     /// The corresponding C function is `larder_get_alloc`.
     public func bytes(forKey key: some CacheKey) throws(LarderError) -> [UInt8]? {
