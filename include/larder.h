@@ -261,7 +261,8 @@ int larder_trim_bytes(larder *db, uint64_t max_bytes, uint64_t *removed);
 int larder_trim_count(larder *db, uint64_t max_entries, uint64_t *removed);
 
 /* Removes every entry whose key begins with the prefix_len bytes at prefix (prefix may be NULL
- * only with prefix_len 0, which removes every entry: larder_clear does that in constant time). */
+ * only with prefix_len 0, which removes every entry: larder_clear does that in constant time).
+ * A prefix longer than 4096 bytes, the longest key, removes nothing, and is not read. */
 int larder_delete_prefix(larder *db, const void *prefix, size_t prefix_len, uint64_t *removed);
 
 /* ---- Inspection ---------------------------------------------------------------------------- */

@@ -37,7 +37,13 @@ enum Output {
     /// An error line on stderr: `larder: message`.
     static func error(_ message: String) {
         flush()
-        FileHandle.standardError.write(Data("larder: \(message)\n".utf8))
+        toStandardError("larder: \(message)\n")
+    }
+
+    /// Writes `text` to stderr. One that cannot be written (closed, a full disk) loses the text,
+    /// and the command goes on: Foundation's non-throwing `write` stops the program instead.
+    static func toStandardError(_ text: String) {
+        try? FileHandle.standardError.write(contentsOf: Data(text.utf8))
     }
 
     static func flush() {

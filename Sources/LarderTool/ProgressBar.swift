@@ -23,12 +23,12 @@ final class ProgressBar {
         let width = 30
         let filled = percent * width / 100
         let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
-        FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(percent)%".utf8))
+        Output.toStandardError("\r\(label) [\(bar)] \(percent)%")
     }
 
     /// Clears the line again.
     func finish() {
         guard enabled, lastPercent >= 0 else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        Output.toStandardError("\r\u{1B}[K")
     }
 }

@@ -27,8 +27,13 @@ extension LarderCommand {
                 if out == cacheFile.file {
                     throw LarderError(.invalidArgument, "OUT is FILE; use `larder compact` to rebuild a file in place", path: out)
                 }
-                if !force && FileManager.default.fileExists(atPath: out) {
-                    throw LarderError(.invalidArgument, "the file exists; pass --force to replace it", path: out)
+                if let type = try? FileManager.default.attributesOfItem(atPath: out)[.type] as? FileAttributeType {
+                    // Renaming the new file over a device or a pipe would replace it (as root,
+                    // /dev/null with a regular file); a link is replaced, not what it names.
+                    guard type == .typeRegular || type == .typeSymbolicLink else {
+                        throw LarderError(.invalidArgument, "not a regular file; OUT is replaced by the new file", path: out)
+                    }
+                    if !force { throw LarderError(.invalidArgument, "the file exists; pass --force to replace it", path: out) }
                 }
                 let inspector = try inspectExisting(cacheFile.file)
                 let bar = ProgressBar("reading", totalBytes: inspector.summary.fileSize)

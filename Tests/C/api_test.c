@@ -630,6 +630,10 @@ static void test_maintenance(void) {
     CHECK(larder_delete_prefix(db, "user/1/", 7, &removed) == LARDER_OK && removed == 3);
     CHECK(entry_count(db) == 3 && larder_contains(db, "user/10", 7) == LARDER_OK);
     CHECK(larder_delete_prefix(db, "nothing", 7, &removed) == LARDER_OK && removed == 0);
+    /* A prefix longer than any key matches none, and its bytes are not read: a length computed
+     * wrong read (and copied) that many bytes from the one given. */
+    CHECK(larder_delete_prefix(db, "user/", (size_t)1 << 62, &removed) == LARDER_OK && removed == 0);
+    CHECK(entry_count(db) == 3);
 
     /* Refusals leave the cache and *removed as they were. */
     removed = 99;

@@ -81,6 +81,8 @@ struct EnumerationTests {
             try cache.set([1], forKey: "user/1/expired", expiry: .date(Date(timeIntervalSinceNow: -1)))
             #expect(try cache.removeAll(withPrefix: "user/1/") == 40)
             #expect(try cache.removeAll(withPrefix: "user/1/") == 0)
+            // Longer than any key: nothing starts with it.
+            #expect(try cache.removeAll(withPrefix: "user/2/" + String(repeating: "x", count: Cache.maximumKeyLength)) == 0)
             #expect(cache.count == 161)
             #expect(cache.stats.removals == 40)
             #expect(try cache.bytes(forKey: "user/1") == [1])

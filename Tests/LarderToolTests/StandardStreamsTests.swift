@@ -62,4 +62,30 @@ import Testing
         }
         try Larder.expect(["get", path, "k"], stdout: "v")
     }
+
+    /// An error message that cannot be written (standard error closed, or a full disk) stopped
+    /// the tool with a trap, before `put --capacity` on an existing file had stored its value
+    /// (the notice that the capacity stays was the message).
+    @Test func aStandardErrorThatCannotBeWrittenLosesTheMessageNotTheCommand() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Larder.expect(["put", path, "k", "-"], input: Data("v".utf8))
+        try #expect(Larder.shell(#""$0" get "$1" missing 2>&-"#, [path]).status == 1)
+        try #expect(Larder.shell(#"printf new | "$0" put --capacity 2M "$1" n - 2>&-"#, [path]).status == 0)
+        try Larder.expect(["get", path, "n"], stdout: "new")
+    }
+
+    /// `recover` renames its new file over OUT: over a pipe or a device (as root, /dev/null) that
+    /// replaced it with a regular file.
+    @Test func recoverRefusesToReplaceWhatIsNotARegularFile() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Larder.expect(["put", path, "k", "-"], input: Data("v".utf8))
+        let pipe = directory.path("pipe")
+        #expect(mkfifo(pipe, 0o600) == 0)
+        let run = try Larder.expect(["recover", "--force", path, pipe], status: 2)
+        #expect(run.stderr.contains("not a regular file"), "\(run.stderr)")
+        var info = stat()
+        #expect(stat(pipe, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO)
+    }
 }

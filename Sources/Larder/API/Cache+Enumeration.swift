@@ -74,12 +74,17 @@ extension Cache {
     /// It looks at every entry once, under the exclusive lock; for an empty prefix,
     /// ``removeAll()`` does the same in constant time.
     ///
-    /// - Returns: How many live, unexpired entries were removed.
+    /// - Returns: How many live, unexpired entries were removed (none for a prefix longer than
+    ///   ``maximumKeyLength``, which no key that can be removed starts with).
     ///
     /// The corresponding C function is `larder_delete_prefix`.
     @discardableResult
     public func removeAll(withPrefix prefix: some CacheKey) throws(LarderError) -> Int {
-        let prefix = prefix.withCacheKeyBytes { Data($0) }
+        // Not copied when it is longer than any key (a C caller's length may be wrong); the
+        // write's checks (closed, read-only, inside a lent value) are made all the same.
+        guard let prefix = prefix.withCacheKeyBytes({ $0.count <= Cache.maximumKeyLength ? Data($0) : nil }) else {
+            return try write { () throws(LarderError) in 0 }
+        }
         return try write { () throws(LarderError) in
             store.removeEntries(counting: .removals) { key, _ in key.starts(with: prefix) }.live
         }
