@@ -522,7 +522,7 @@ struct DamagedFileTests {
     /// uses) still verifies the file (the inspector behind `larder verify` cannot tell whether
     /// the value decodes, and says nothing of it), and a read of the key fails with `.noMemory`.
     /// Both stopped the process before.
-    @Test(.failsIfItHangs) func aValueClaimingMoreMemoryThanThereIsStopsNoProcess() async throws {
+    @Test(.failsIfItHangs, .needsPlainMalloc) func aValueClaimingMoreMemoryThanThereIsStopsNoProcess() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         let cache = try Cache(at: path, capacity: 32 << 20)

@@ -12,7 +12,7 @@ struct OutOfMemoryTests {
     /// once it has opened the caches; a 64 MiB value, stored as it is and compressed, can then be
     /// copied out of neither. Lending the raw one needs no memory; small values, writes and, once
     /// the limit is lifted, the large values themselves are all as they were.
-    @Test(.failsIfItHangs) func aValueTheProcessHasNoMemoryForIsAnErrorNotACrash() async throws {
+    @Test(.failsIfItHangs, .needsPlainMalloc) func aValueTheProcessHasNoMemoryForIsAnErrorNotACrash() async throws {
         let directory = TemporaryDirectory()
         await #expect(processExitsWith: .success) { [path = directory.path() as String] in
             let large = [UInt8](repeating: 7, count: 64 << 20)

@@ -83,6 +83,17 @@ extension Trait where Self == TimeLimitTrait {
     static var failsIfItHangs: Self { .timeLimit(.minutes(5)) }
 }
 
+extension Trait where Self == ConditionTrait {
+    /// For a test that runs a process out of memory (an address-space limit): AddressSanitizer's
+    /// allocator, which `scripts/test-asan` runs every test under, then reports and ends the
+    /// process instead of returning NULL as `malloc` does.
+    static var needsPlainMalloc: Self {
+        .disabled(if: ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil
+                      || dlsym(dlopen(nil, RTLD_NOW), "__asan_init") != nil,
+                  "AddressSanitizer's allocator ends a process that runs out of memory")
+    }
+}
+
 /// An actor whose jobs run on a dispatch queue of its own, so that a test can tell whether code
 /// ran on it: the caller's actor, for the `async` overloads that must not run there.
 actor QueueActor {
