@@ -82,11 +82,10 @@ extension Cache {
     public func removeAll(withPrefix prefix: some CacheKey) throws(LarderError) -> Int {
         // Not copied when it is longer than any key (a C caller's length may be wrong); the
         // write's checks (closed, read-only, inside a lent value) are made all the same.
-        guard let prefix = prefix.withCacheKeyBytes({ $0.count <= Cache.maximumKeyLength ? Data($0) : nil }) else {
-            return try write { () throws(LarderError) in 0 }
-        }
+        let prefix = prefix.withCacheKeyBytes { $0.count <= Cache.maximumKeyLength ? Data($0) : nil }
         return try write { () throws(LarderError) in
-            store.removeEntries(counting: .removals) { key, _ in key.starts(with: prefix) }.live
+            guard let prefix else { return 0 }
+            return store.removeEntries(counting: .removals) { key, _ in key.starts(with: prefix) }.live
         }
     }
 }

@@ -263,31 +263,11 @@ public final class Cache: @unchecked Sendable {
 
     /// The value of `key` as `Data`; with `includingExpired`, also an expired one still in the file.
     func copyData(forKey keyBytes: UnsafeRawBufferPointer, includingExpired: Bool) throws(LarderError) -> Data? {
-        var buffer: UnsafeMutableRawBufferPointer?
-        let outcome = Result { () throws(LarderError) in
-            try read(keyBytes) { (view) throws(LarderError) in
-                try store.copyValue(forKey: keyBytes, in: view, includingExpired: includingExpired) { count in
-                    if let buffer, buffer.count >= count { return buffer }
-                    buffer.map(ValueMemory.release)
-                    buffer = ValueMemory.allocate(count)
-                    return buffer
-                }
-            }
+        let copy = try read(keyBytes) { (view) throws(LarderError) in
+            try store.copyValueToNewMemory(forKey: keyBytes, in: view, includingExpired: includingExpired)
         }
-        let length: Int?
-        do {
-            length = try outcome.get()
-        } catch {
-            buffer.map(ValueMemory.release)
-            throw error
-        }
-        guard let length else {
-            buffer.map(ValueMemory.release)
-            return nil
-        }
-        guard let buffer, buffer.count >= length else { throw ValueMemory.exhausted(length, path: path) }
         // ValueMemory's buffers are malloc's, which Data's `.free` gives back.
-        return Data(bytesNoCopy: buffer.baseAddress!, count: length, deallocator: .free)
+        return copy.map { Data(bytesNoCopy: $0.baseAddress!, count: $0.count, deallocator: .free) }
     }
 
     /// The value for `key` as bytes, or `nil` when it is missing or expired.

@@ -345,18 +345,37 @@ extension CacheStore {
     /// Reader: `withValue` through a private copy, for when no reader slot is free.
     private func lendCopy(forKey key: UnsafeRawBufferPointer, in view: ReadView,
                           _ body: (UnsafeRawBufferPointer) -> Void) throws(LarderError) -> Bool {
-        var buffer: UnsafeMutableRawBufferPointer?
-        defer { buffer.map(ValueMemory.release) }
-        let length = try copyValue(forKey: key, in: view) { count in
-            if let buffer, buffer.count >= count { return buffer }
-            buffer.map(ValueMemory.release)
-            buffer = ValueMemory.allocate(count)
-            return buffer
-        }
-        guard let length else { return false }
-        guard let buffer, buffer.count >= length else { throw ValueMemory.exhausted(length, path: path) }
-        body(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
+        guard let copy = try copyValueToNewMemory(forKey: key, in: view) else { return false }
+        defer { ValueMemory.release(copy) }
+        body(UnsafeRawBufferPointer(copy))
         return true
+    }
+
+    /// Reader: `copyValue` into memory of its own (`ValueMemory`), exactly the value's length,
+    /// which the caller owns and releases; nil for a missing or expired key. Throws `.noMemory`
+    /// when the memory cannot be had, having released whatever it took.
+    func copyValueToNewMemory(forKey key: UnsafeRawBufferPointer, in view: ReadView,
+                              includingExpired: Bool = false) throws(LarderError) -> UnsafeMutableRawBufferPointer? {
+        var buffer: UnsafeMutableRawBufferPointer?
+        let length: Int?
+        do {
+            length = try copyValue(forKey: key, in: view, includingExpired: includingExpired) { count in
+                if let buffer, buffer.count >= count { return buffer }
+                buffer.map(ValueMemory.release)
+                buffer = ValueMemory.allocate(count)
+                return buffer
+            }
+        } catch {
+            buffer.map(ValueMemory.release)
+            throw error
+        }
+        guard let length else {
+            buffer.map(ValueMemory.release)
+            return nil
+        }
+        // No buffer: the last one asked for could not be had, and the value was not copied.
+        guard let buffer else { throw ValueMemory.exhausted(length, path: path) }
+        return UnsafeMutableRawBufferPointer(start: buffer.baseAddress, count: length)
     }
 
     /// Reader: whether a live, unexpired entry exists for `key` (no checksum, no statistics).

@@ -393,7 +393,7 @@ final class CacheStore {
         // A first valid sequence past the trusted limit would be counted on from (FORMAT.md 4.1):
         // recovery lowers it.
         let usable = !truncated && store.state.isFormatted && store.state.isClean && !meta.indexSegmentsOverlap
-            && (try? store.attachTables()) != nil && store.sharedStateIsPlausible
+            && (try? store.attachTables()) != nil && store.sharedStateIsPlausible(lastSequence: RecordHeader.trustedSequenceLimit)
             && store.meta.firstValidSequence <= RecordHeader.trustedSequenceLimit
         let renumber = store.meta.sequence >= RecordHeader.trustedSequenceLimit
         // No other process has the file open for writing: the lock and the reader table start
@@ -418,18 +418,13 @@ final class CacheStore {
     }
 
     /// Whether head, tail, span and the totals in the shared state could be right for this view
-    /// (FORMAT.md 3.2): a sole writer's open trusts a clean file only then.
-    var sharedStateIsPlausible: Bool {
-        state.figures.isPlausible(ringStart: ringStart, ringEnd: ringEnd, drainingSlotCount: draining?.slotCount ?? 0,
-                                  firstValidSequence: meta.firstValidSequence)
-    }
-
-    /// `sharedStateIsPlausible` for a writer that has taken the writer lock, which rebuilds the
-    /// file when it is not (FORMAT.md 7.3): it counts on from the next sequence an open trusted.
+    /// (FORMAT.md 3.2), with a next sequence of at most `lastSequence`: a sole writer's open trusts
+    /// a clean file only then (the trusted limit), and a writer that has taken the writer lock
+    /// rebuilds the file unless so (`RecordHeader.heldSequenceLimit`, FORMAT.md 7.3).
     @inline(__always)
-    var sharedStateIsPlausibleToAWriter: Bool {
+    func sharedStateIsPlausible(lastSequence: UInt64) -> Bool {
         state.figures.isPlausible(ringStart: ringStart, ringEnd: ringEnd, drainingSlotCount: draining?.slotCount ?? 0,
-                                  firstValidSequence: meta.firstValidSequence, lastSequence: RecordHeader.heldSequenceLimit)
+                                  firstValidSequence: meta.firstValidSequence, lastSequence: lastSequence)
     }
 
     /// Makes the shared-state page usable by this and later processes: formats it if it is not,
@@ -683,7 +678,7 @@ final class CacheStore {
             if state.isClean { try markInUse() }
             if !viewIsCurrent { try refreshView() }
             // What a process that broke the format left in the shared state is not counted with.
-            if state.needsRepair || !sharedStateIsPlausibleToAWriter { try rebuild() }
+            if state.needsRepair || !sharedStateIsPlausible(lastSequence: RecordHeader.heldSequenceLimit) { try rebuild() }
         } catch {
             releaseWriterLock()
             throw error
