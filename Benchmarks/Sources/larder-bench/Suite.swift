@@ -38,6 +38,10 @@ struct SuiteParameters: Codable, Sendable {
     /// Operations generated for each of those loops.
     var opsCount: Int
     var directory: String
+    /// The workloads to run after the fill, which always runs (the others read what it stored);
+    /// nil for all. `Benchmarks/profile` counts one kind of call at a time with it (misses alone,
+    /// say), which the averages over every workload mix.
+    var workloads: [Workload]? = nil
 }
 
 enum Suite {
@@ -64,7 +68,7 @@ enum Suite {
             System.resetPeakResident()
             let baseline = System.residentBytes
             let store = try Store(p.peer, directory: directory, sizing: sizing)
-            for workload in Workload.allCases {
+            for workload in Workload.allCases where workload == .fill || p.workloads?.contains(workload) != false {
                 let unbounded = workload == .fill || workload == .delete
                 let stats = meter.measure(store, data, ops[workload]!, maxSeconds: unbounded ? 0 : p.seconds)
                 runs[workload, default: []].append(stats)
