@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -550,6 +551,51 @@ static void test_damaged_value(void) {
     larder_close(db);
 }
 
+/* A child process forked after larder_open: the handle it inherits returns LARDER_CLOSED from
+ * every call, and larder_close on it leaves the file to the parent, which writes on and closes
+ * the file cleanly; a handle the child opens itself reads and writes. */
+static void test_fork(void) {
+    char path[512];
+    path_for(path, sizeof path, "fork.larder");
+    larder *db = open_fresh("fork.larder", NULL);
+    CHECK(larder_put(db, "parent", 6, "p", 1, 0) == LARDER_OK);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t child = fork();
+    if (child == 0) {
+        int failures = 0;
+        char buf[8];
+        size_t len = 0;
+        if (larder_get(db, "parent", 6, buf, sizeof buf, &len) != LARDER_CLOSED) failures |= 1;
+        if (larder_put(db, "inherited", 9, "x", 1, 0) != LARDER_CLOSED) failures |= 2;
+        if (larder_close(db) != LARDER_OK) failures |= 4;
+        larder *own = NULL;
+        if (larder_open(path, NULL, &own) != LARDER_OK) {
+            failures |= 8;
+        } else {
+            if (larder_get(own, "parent", 6, buf, sizeof buf, &len) != LARDER_OK || len != 1 || buf[0] != 'p') failures |= 16;
+            if (larder_put(own, "child", 5, "c", 1, 0) != LARDER_OK) failures |= 32;
+            if (larder_close(own) != LARDER_OK) failures |= 64;
+        }
+        _exit(failures);
+    }
+    CHECK(child > 0);
+    int status = -1;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fprintf(stderr, "fork child status %d\n", status);
+    char buf[8];
+    size_t len = 0;
+    CHECK(larder_get(db, "child", 5, buf, sizeof buf, &len) == LARDER_OK && len == 1 && buf[0] == 'c');
+    CHECK(larder_put(db, "after", 5, "a", 1, 0) == LARDER_OK);
+    CHECK(larder_close(db) == LARDER_OK);
+    CHECK(larder_open(path, NULL, &db) == LARDER_OK);
+    struct larder_stats stats = {.struct_size = sizeof stats};
+    CHECK(larder_stats(db, &stats) == LARDER_OK && stats.recoveries == 0);
+    CHECK(larder_get(db, "after", 5, buf, sizeof buf, &len) == LARDER_OK && len == 1 && buf[0] == 'a');
+    larder_close(db);
+}
+
 /* A buffer too small gets the value's length and not a byte of the value: plain or compressed. */
 static void test_buffer_too_small(void) {
     larder_options opts;
@@ -871,6 +917,7 @@ int main(void) {
     test_ttl();
     test_default_ttl();
     test_damaged_value();
+    test_fork();
     test_buffer_too_small();
     test_maintenance();
     test_too_large_and_full_cache();

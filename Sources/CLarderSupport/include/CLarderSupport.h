@@ -184,6 +184,18 @@ static inline void lrd_set_borrowed(void *owner) { lrd_thread_borrowed = owner; 
 static inline int lrd_has_error_message(void) { return lrd_thread_has_error_message; }
 static inline void lrd_set_has_error_message(int has) { lrd_thread_has_error_message = has; }
 
+/* How many forks lie between the process that loaded the library and this one: 0 there, 1 in its
+ * child, 2 in a grandchild. A handle records it when it is opened; a child of the process that
+ * opened it sees another count, and leaves alone the file and the locks it shares with its parent.
+ * Counted by a pthread_atfork child handler that lrd_watch_forks registers, once per process,
+ * before it returns the count: a fork before the first call goes uncounted, and needs none, as no
+ * handle was open then. */
+extern __attribute__((visibility("hidden"))) uint64_t lrd_fork_generation_counter;
+uint64_t lrd_watch_forks(void);
+static inline uint64_t lrd_fork_generation(void) {
+    return __atomic_load_n(&lrd_fork_generation_counter, __ATOMIC_RELAXED);
+}
+
 /* Whether process `pid` still exists (kill(pid, 0) does not fail with ESRCH). */
 int lrd_process_exists(int64_t pid);
 

@@ -95,10 +95,13 @@ public final class Cache: @unchecked Sendable {
     /// The entry's lock and engine, kept here so that every call does not fetch them anew.
     private let lock: ReadWriteLock
     let store: CacheStore
-    /// Set (under the exclusive lock) when this handle is closed; other handles stay open. Read
-    /// without the lock by readers.
-    private let closedWord = AtomicWord()
-    private var isClosed: Bool { closedWord.load() != 0 }
+    /// While this handle is open, the count of forks (`lrd_fork_generation`) its store was opened
+    /// at; `.max` once it is closed (set under the exclusive lock; other handles stay open). Read
+    /// without the lock by readers. So a handle is closed too in a child process forked after it
+    /// was opened, whose count differs: the file's locks are the parent's, and the child opens the
+    /// file anew. One compare either way, on every call.
+    private let openGeneration = AtomicWord()
+    private var isClosed: Bool { openGeneration.load() != lrd_fork_generation() }
 
     /// Opens the cache file at `path`, creating it if needed. A file that was not closed cleanly
     /// (its process crashed) is checked and repaired first.
@@ -116,6 +119,7 @@ public final class Cache: @unchecked Sendable {
             readOnly: options.readOnly, permissions: options.permissions))
         lock = entry.lock
         store = entry.store
+        openGeneration.store(store.forkGeneration)
     }
 
     deinit {
@@ -446,14 +450,23 @@ public final class Cache: @unchecked Sendable {
     /// whose file is in an app group container before the app is suspended, or the system
     /// terminates the app (<doc:GettingStarted#Share-a-cache-with-an-app-extension>).
     ///
+    /// In a child process forked after the cache was opened, the cache is closed already (its
+    /// calls throw `.closed`), and `close()` releases nothing: the file and its locks stay the
+    /// parent's. Open the file again in the child.
+    ///
     /// The corresponding C function is `larder_close`.
     public func close() throws(LarderError) {
+        // No lock of the parent's (this one's copy may have been held by another of its threads).
+        if store.isInheritedAcrossFork {
+            openGeneration.store(.max)
+            return
+        }
         // The bytes lent to this thread would lose their protection while it still uses them.
         if isBorrowedByThisThread || BorrowMarker.isBorrowed(BorrowMarker.mark(of: self, for: .listing)) {
             throw LarderError(.invalidArgument, "cannot close the cache from inside its withValue(forKey:_:) or forEachEntry on the same thread", path: path)
         }
         let wasOpen = lock.withWriteLock {
-            defer { closedWord.store(1) }
+            defer { openGeneration.store(.max) }
             return !isClosed
         }
         if wasOpen { try OpenFileRegistry.shared.release(entry) }
@@ -468,7 +481,7 @@ public final class Cache: @unchecked Sendable {
     }
 
     private func checkOpen() throws(LarderError) {
-        if isClosed { throw LarderError(.closed, "the cache is closed", path: path) }
+        if isClosed { throw store.closedError() }
     }
 
     /// Runs a write: the in-process exclusive lock, then the writer lock shared with every

@@ -28,7 +28,8 @@ public struct LarderError: Error, Equatable, Sendable, CustomStringConvertible {
         public static let noMemory = Code(rawValue: -7)
         /// The disk or the file system refused to give the cache more room.
         public static let full = Code(rawValue: -8)
-        /// The cache was closed.
+        /// The cache was closed; or it was opened by the parent of this process, before it forked
+        /// (a child process opens the file again to use it).
         public static let closed = Code(rawValue: -9)
         /// Another process has the file open in a way that excludes this open; or writers of
         /// other processes kept changing what a read or a listing looked at for longer than its

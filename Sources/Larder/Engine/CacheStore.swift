@@ -1,3 +1,10 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import CLarderSupport
 
 /// The storage engine behind `Cache`: one mapped cache file, its ring of records, its index.
@@ -111,6 +118,13 @@ final class CacheStore {
     /// Maps fresh pages ahead of the head in the background (nil for read-only handles and where
     /// the system cannot).
     let pageWarmer: PageWarmer?
+    /// The process that opened the store, whose readers' pins carry its ID, and the count of
+    /// forks it descends by (`lrd_fork_generation`) then. A child forked after the open inherits
+    /// the store but not the right to use it: its file's locks are the parent's (on Linux, locks
+    /// of an open file description, which parent and child share; elsewhere the child has none),
+    /// and a close or a write there would act for the parent. See `isInheritedAcrossFork`.
+    let processID: UInt64
+    let forkGeneration: UInt64
 
     var path: String { file.path }
     var capacity: Int { meta.capacity }
@@ -126,7 +140,11 @@ final class CacheStore {
         self.isReadOnly = readOnly
         self.pageWarmer = PageWarmer.warming(file)
         self.state = SharedState(file: file, pageSize: meta.pageSize)
-        self.readers = ReaderTable(state: state, pageSize: meta.pageSize, tag: UInt64(UInt(bitPattern: file.base)))
+        let processID = UInt64(getpid())
+        self.processID = processID
+        self.forkGeneration = lrd_watch_forks()
+        self.readers = ReaderTable(state: state, pageSize: meta.pageSize, processID: processID,
+                                   tag: UInt64(UInt(bitPattern: file.base)))
         self.publishedView = PublishedView(base: file.base, ringStart: ringStart, seed: meta.checksumSeed)
         self.localCounters = .allocate(capacity: 2)
         localCounters.initialize(repeating: 0, count: 2)
@@ -708,10 +726,17 @@ final class CacheStore {
         try file.flush()
     }
 
+    /// Whether this process is a child forked after the store was opened: then it leaves the
+    /// store's file and locks to the parent (reads, writes and closes through it are refused
+    /// by `Cache`, and `close()` releases nothing), and opens the file anew to use it.
+    var isInheritedAcrossFork: Bool { lrd_fork_generation() != forkGeneration }
+
     /// Flushes and releases the file; the last writer to close it marks it clean. Idempotent.
+    /// In a child forked after the open, does nothing: the file's locks are the parent's.
     func close() throws(LarderError) {
         guard !isClosed else { return }
         defer { isClosed = true }
+        guard !isInheritedAcrossFork else { return }
         lrd_store_seq_cst_u64(closing.pointer, 1)
         let descriptor = file.descriptor
         _ = try? descriptor.lock(byte: LockByte.transition, isReadOnly ? .shared : .exclusive, wait: true)
@@ -733,7 +758,14 @@ final class CacheStore {
     }
 
     func checkOpen() throws(LarderError) {
-        if isClosed { throw LarderError(.closed, "the cache is closed", path: path) }
+        if isClosed || isInheritedAcrossFork { throw closedError() }
+    }
+
+    /// Why a handle cannot be used: closed, or opened by the parent of this forked process.
+    @inline(never)
+    func closedError() -> LarderError {
+        guard isInheritedAcrossFork else { return LarderError(.closed, "the cache is closed", path: path) }
+        return LarderError(.closed, "the cache was opened before this process was forked: a child process opens the file again to use it", path: path)
     }
 
     func checkWritable() throws(LarderError) {

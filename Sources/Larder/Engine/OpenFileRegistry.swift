@@ -5,6 +5,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import CLarderSupport
 import Foundation
 
 /// One open store per file (and mode) per process, shared by every `Cache` that names it.
@@ -58,6 +59,8 @@ final class OpenFileRegistry: @unchecked Sendable {
     private var entries: [Key: Entry] = [:]
     /// Existing files a thread is opening outside the lock (`openNow`), in the mode opened.
     private var opening: Set<Key> = []
+    /// The count of forks (`lrd_fork_generation`) the registered stores were opened at.
+    private var forkGeneration = lrd_watch_forks()
     /// How many opens have started over after waiting for another process or thread, for tests
     /// to tell a wait from a spin.
     var restartsAfterWaiting: Int { lock.withLock { restarts } }
@@ -108,6 +111,7 @@ final class OpenFileRegistry: @unchecked Sendable {
         lock.lock()
         var isLocked = true
         defer { if isLocked { lock.unlock() } }
+        forgetParentStores()
         let named = Self.key(path: path, readOnly: configuration.readOnly)
         if let named, let entry = entries[named] {
             guard !entry.isClosing else { return nil }
@@ -148,6 +152,18 @@ final class OpenFileRegistry: @unchecked Sendable {
         let entry = Entry(store: store, key: key)
         entries[key] = entry
         return entry
+    }
+
+    /// In a child forked since the registered stores were opened: forgets them, and the opens
+    /// other threads of the parent had under way, so that the child opens its files anew (the
+    /// parent's stores refuse the child, and their handles leave the file to the parent). Under
+    /// `lock`.
+    private func forgetParentStores() {
+        let generation = lrd_fork_generation()
+        guard generation != forkGeneration else { return }
+        entries = [:]
+        opening = []
+        forkGeneration = generation
     }
 
     /// Whether a thread is opening the file of `key` in either mode. Under `lock`.

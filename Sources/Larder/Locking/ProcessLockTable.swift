@@ -86,6 +86,23 @@ final class ProcessLockTable: @unchecked Sendable {
     private let condition = NSCondition()
     private var files: [FileID: File] = [:]
     private var fileOfDescriptor: [Int32: FileID] = [:]
+    /// The count of forks (`lrd_fork_generation`) the locks noted here were taken at.
+    private var forkGeneration = lrd_watch_forks()
+
+    /// In a child forked since the locks noted here were taken: forgets them, and the waits the
+    /// parent's threads had under way, for a child inherits no record lock. The descriptors
+    /// stay known (the child has them open too), so that closing one still parks it while the
+    /// file's other descriptors are in use, rather than drop the locks of the child's own
+    /// stores. Under `condition`.
+    private func forgetParentLocks() {
+        let generation = lrd_fork_generation()
+        guard generation != forkGeneration else { return }
+        for id in files.keys {
+            files[id]?.held = [:]
+            files[id]?.waitingFor = [:]
+        }
+        forkGeneration = generation
+    }
 
     /// A descriptor of the file at `path` that the process gave up while it had the file open on
     /// another, opened in the same mode, taken up again (registered as in use): so that opens and
@@ -97,6 +114,7 @@ final class ProcessLockTable: @unchecked Sendable {
         guard stat(path, &info) == 0 else { return nil }
         let id = FileID(info)
         return condition.withLock {
+            forgetParentLocks()
             guard var file = files[id],
                   let reused = file.parked.first(where: { $0.value == .close && Self.isReadOnly($0.key) == readOnly })?.key
             else { return nil }
@@ -117,6 +135,7 @@ final class ProcessLockTable: @unchecked Sendable {
         guard fstat(descriptor, &info) == 0 else { return }
         let id = FileID(info)
         condition.withLock {
+            forgetParentLocks()
             files[id, default: File()].open.insert(descriptor)
             fileOfDescriptor[descriptor] = id
         }
@@ -132,6 +151,7 @@ final class ProcessLockTable: @unchecked Sendable {
     ///   sibling when `wait` is not set.
     func lock(_ descriptor: Int32, byte: UInt64, _ mode: FileDescriptor.LockMode, wait: Bool) -> Int32 {
         condition.lock()
+        forgetParentLocks()
         while true {
             guard let id = fileOfDescriptor[descriptor], var file = files[id] else {
                 condition.unlock()
@@ -193,6 +213,7 @@ final class ProcessLockTable: @unchecked Sendable {
     /// - Returns: 1 or 0, or -errno (as `lrd_byte_is_locked`).
     func isLockedByOthers(_ descriptor: Int32, byte: UInt64) -> Int32 {
         condition.withLock {
+            forgetParentLocks()
             if let id = fileOfDescriptor[descriptor], let file = files[id],
                file.strongest(on: byte, besides: descriptor) != .unlock || file.siblingWaits(on: byte, besides: descriptor) {
                 return 1
@@ -211,6 +232,7 @@ final class ProcessLockTable: @unchecked Sendable {
             condition.broadcast()
             condition.unlock()
         }
+        forgetParentLocks()
         guard let id = fileOfDescriptor[descriptor], var file = files[id] else {
             Self.finish(descriptor, closing ? .close : .retire)
             return

@@ -1,10 +1,3 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import CLarderSupport
 
 /// The reader slots of the shared-state page: how a zero-copy read in any process keeps the
@@ -22,19 +15,21 @@ struct ReaderTable {
     let slots: UnsafeMutableRawPointer
     let count: UnsafeMutableRawPointer
     let slotCount: Int
+    /// The owner word of this process's pins: its process ID, taken when the store was opened (a
+    /// value cached for the whole process would be the parent's in a child after fork).
+    let processID: UInt64
     /// Written in the tag word of every pin this table makes, telling them from the pins of the
     /// process's other stores of the file: the address of this store's map, unique among the
     /// maps the process has while this store lives.
     let tag: UInt64
 
-    init(state: SharedState, pageSize: Int, tag: UInt64) {
+    init(state: SharedState, pageSize: Int, processID: UInt64, tag: UInt64) {
         slots = state.page + SharedState.Field.readerTable
         count = state.page + SharedState.Field.pinCount
         slotCount = (pageSize - SharedState.Field.readerTable) / SharedState.readerSlotSize
+        self.processID = processID
         self.tag = tag
     }
-
-    private static let processID = UInt64(getpid())
 
     private func slot(_ index: Int) -> UnsafeMutableRawPointer { slots + index * SharedState.readerSlotSize }
 
@@ -42,7 +37,7 @@ struct ReaderTable {
     func pin(start: Int, end: Int) -> Int? {
         for index in 0..<slotCount {
             let at = slot(index)
-            guard lrd_load_acquire_u64(at) == 0, lrd_cas_u64(at, 0, ReaderTable.processID) != 0 else { continue }
+            guard lrd_load_acquire_u64(at) == 0, lrd_cas_u64(at, 0, processID) != 0 else { continue }
             lrd_store_release_u64(at + 8, UInt64(start))
             lrd_store_release_u64(at + 16, UInt64(end))
             lrd_store_release_u64(at + 24, tag)
@@ -67,7 +62,7 @@ struct ReaderTable {
     /// stay so for as long as any process kept the file open.
     func unpinAfterClose(_ index: Int) {
         let at = slot(index)
-        guard lrd_load_acquire_u64(at + 24) == tag, lrd_cas_u64(at, ReaderTable.processID, 0) != 0 else { return }
+        guard lrd_load_acquire_u64(at + 24) == tag, lrd_cas_u64(at, processID, 0) != 0 else { return }
         _ = lrd_fetch_add_u64(count, UInt64.max)
     }
 
@@ -82,7 +77,7 @@ struct ReaderTable {
         guard !isEmpty else { return [] }
         var ranges: [(start: Int, end: Int)] = []
         // One process usually holds many slots: it is asked after once (a system call).
-        var lastOwnerFoundAlive: UInt64 = ReaderTable.processID
+        var lastOwnerFoundAlive: UInt64 = processID
         for index in 0..<slotCount {
             let at = slot(index)
             let owner = lrd_load_acquire_u64(at)
