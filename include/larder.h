@@ -42,11 +42,12 @@ extern "C" {
 #define LARDER_NO_MEMORY (-7)
 /* The disk or file system refused more space. */
 #define LARDER_FULL (-8)
-/* The handle was opened by the parent of this process, before it forked: in the child every call
- * on it returns this, and larder_close on it frees the child's copy and leaves the file and its
- * locks to the parent. A child opens the file again to use it. (A closed handle is freed by
- * larder_close, so this API returns this status for no other reason; it matches the Swift API's
- * `.closed`.) */
+/* The handle was opened by the parent of this process, before it forked. In the child the handle
+ * is closed: its calls return this (the _many calls in each request; larder_stats reports no
+ * sizes, as for an empty cache), and larder_close on it frees the child's copy and gives up the
+ * child's copy of the file's descriptor, leaving the file and its locks to the parent. A child
+ * opens the file again to use it. (A closed handle is freed by larder_close, so this API returns
+ * this status for no other reason; it matches the Swift API's `.closed`.) */
 #define LARDER_CLOSED (-9)
 /* Another process or handle has the file open in a way that excludes this open; or writers of
  * other processes kept changing what a read or a walk looked at for longer than 5 s; or a write

@@ -23,6 +23,16 @@ static void back_off(unsigned attempt) {
     }
 }
 
+/* In a child forked since the lock was last cleared: clears the state the parent's threads left
+ * (once per fork: the thread that moves the count on clears it). Called only when the lock is
+ * found taken, so that an uncontended lock costs nothing more. */
+static void clear_if_forked(uint64_t *word) {
+    uint64_t was = __atomic_load_n(word + 1, __ATOMIC_RELAXED), now = lrd_fork_generation();
+    if (was != now && __atomic_compare_exchange_n(word + 1, &was, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        __atomic_store_n(word, 0, __ATOMIC_RELEASE);
+    }
+}
+
 void lrd_rwlock_read_lock(uint64_t *word) {
     for (unsigned attempt = 0;; attempt++) {
         uint64_t state = __atomic_load_n(word, __ATOMIC_RELAXED);
@@ -36,6 +46,7 @@ void lrd_rwlock_read_lock(uint64_t *word) {
         }
         /* Tell the writer, which would otherwise take the lock again at once, to let a reader in. */
         if ((state & WRITER) && !(state & READER_WAITING)) __atomic_fetch_or(word, READER_WAITING, __ATOMIC_RELAXED);
+        clear_if_forked(word);
         back_off(attempt);
     }
 }
@@ -55,6 +66,7 @@ void lrd_rwlock_write_lock(uint64_t *word) {
             continue;
         }
         if (!(state & WAITING)) __atomic_fetch_or(word, WAITING, __ATOMIC_RELAXED);
+        clear_if_forked(word);
         back_off(attempt);
     }
 }

@@ -1,24 +1,25 @@
+// Linux only: Swift's Darwin module offers no fork(). The child's side of Apple platforms'
+// locking runs here too, on Linux's process-owned record locks.
+#if os(Linux)
 import Foundation
+import Glibc
 import Testing
 @testable @_spi(Inspection) import Larder
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A process that forks after opening a cache: the child inherits the handle, but the file's
 /// locks are the parent's (on Linux, locks of the open file description, which parent and child
 /// share). Each test runs in a process of its own, which opens a cache and forks.
 @Suite("Fork")
 struct ForkTests {
-    /// In the child, the inherited handle refuses every call as closed, and its close releases
-    /// nothing of the parent's (a close that gave up the shared locks let a compaction rewrite the
-    /// file under the parent); a cache the child opens itself works, and pins records under the
-    /// child's own process ID (one taken once per process was the parent's, so a writer would
-    /// free the child's pins as soon as the parent exited). The parent's handle goes on, and
-    /// closes the file cleanly. Run with Linux's locks and with Apple platforms' (process-owned
-    /// record locks, which a child does not inherit).
+    /// In the child, the inherited handle refuses every call as closed, even with the parent's
+    /// in-process lock held at the fork (by the forking thread here: the child's copy stays held),
+    /// and its close releases nothing of the parent's (a close that gave up the shared locks let a
+    /// compaction rewrite the file under the parent) but the child's copy of the descriptor (which
+    /// kept the parent's locks alive after the parent). A cache the child opens itself works, and
+    /// pins records under the child's own process ID (one taken once per process, at the parent's
+    /// first pin, was the parent's, so a writer would free the child's pins as soon as the parent
+    /// exited). The parent's handle goes on, and closes the file cleanly. Run with Linux's locks
+    /// and with Apple platforms' (process-owned record locks, which a child does not inherit).
     @Test(.failsIfItHangs, arguments: [false, true])
     func aChildProcessOpensTheFileAgainAndLeavesTheParentsHandleAlone(processOwnedLocks: Bool) async throws {
         let directory = TemporaryDirectory()
@@ -30,9 +31,12 @@ struct ForkTests {
             #endif
             let cache = try Cache(path: path)
             try cache.set([1], forKey: "parent")
+            guard try cache.withValue(forKey: "parent", { Array($0) }) == [1] else { ForkTests.fail("no value to lend") }
             let lent = pattern(7, count: 1_000)
+            cache.entry.lock.lockExclusive()
             let child = fork()
             guard child != 0 else { _exit(ForkTests.childChecks(inherited: cache, path: path, lent: lent)) }
+            cache.entry.lock.unlockExclusive()
             guard child > 0 else { ForkTests.fail("fork failed: errno \(errno)") }
             guard let status = ForkTests.waitForExit(of: child, seconds: 120) else {
                 kill(child, SIGKILL)
@@ -67,7 +71,14 @@ struct ForkTests {
         let writeCode = errorCode { try cache.set([2], forKey: "inherited") }
         if writeCode != .closed { return check(false, 11, "a write through the inherited handle gave \(String(describing: writeCode))") }
         if cache.count != 0 { return check(false, 12, "the inherited handle counts \(cache.count) entries, not none as a closed one") }
+        if cache.stats.entryCount != 0 || cache.capacity != cache.store.capacity {
+            return check(false, 18, "the inherited handle's statistics or capacity are not a closed handle's")
+        }
+        let syncCode = errorCode { try cache.sync() }
+        if syncCode != .closed { return check(false, 19, "a sync through the inherited handle gave \(String(describing: syncCode))") }
         do { try cache.close() } catch { return check(false, 13, "closing the inherited handle threw \(error)") }
+        let kept = openDescriptors(of: path)
+        if kept != 0 { return check(false, 20, "the child keeps \(kept) descriptors of the file after closing the inherited handle") }
         let compaction = errorCode { _ = try FileInspector.compact(path: path) }
         if compaction != .busy { return check(false, 14, "a compaction while the parent has the file open gave \(String(describing: compaction))") }
         do {
@@ -116,3 +127,4 @@ extension ReaderTable {
         }
     }
 }
+#endif

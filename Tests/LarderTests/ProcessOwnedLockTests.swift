@@ -305,15 +305,4 @@ private final class LockProbe: Sendable {
     }
 }
 
-/// How many of this process's descriptors name `path`'s file.
-private func openDescriptors(of path: String) -> Int {
-    var target = stat()
-    guard stat(path, &target) == 0, let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else {
-        return -1
-    }
-    return names.filter { name in
-        var info = stat()
-        return stat("/proc/self/fd/\(name)", &info) == 0 && info.st_dev == target.st_dev && info.st_ino == target.st_ino
-    }.count
-}
 #endif

@@ -152,7 +152,11 @@ void lrd_writer_unlock(void *area, int fd);
  * (pthread_rwlock) costs a context switch per operation. A waiting writer holds new readers back,
  * but only for a while, so that a read nested in a read (a value lent out, then another read)
  * can never deadlock against it; a reader that waited through a write is let in before the next
- * one (briefly: writers are not starved either). `word` starts at 0. */
+ * one (briefly: writers are not starved either). `word` points to two words: the state, which
+ * starts at 0, and the count of forks (lrd_watch_forks()) the lock was made at. A child process
+ * forked while a thread of the parent held the lock or waited for it has that thread's state,
+ * not the thread: the first of the child's threads to find the lock taken clears it (only the
+ * forking thread exists in a child at first). */
 void lrd_rwlock_read_lock(uint64_t *word);
 void lrd_rwlock_read_unlock(uint64_t *word);
 void lrd_rwlock_write_lock(uint64_t *word);

@@ -123,7 +123,11 @@ public final class Cache: @unchecked Sendable {
     }
 
     deinit {
-        if !isClosed { try? OpenFileRegistry.shared.release(entry) }
+        if store.isInheritedAcrossFork {
+            store.releaseInheritedDescriptor()
+        } else if !isClosed {
+            try? OpenFileRegistry.shared.release(entry)
+        }
     }
 
     // MARK: - Writing
@@ -459,6 +463,7 @@ public final class Cache: @unchecked Sendable {
         // No lock of the parent's (this one's copy may have been held by another of its threads).
         if store.isInheritedAcrossFork {
             openGeneration.store(.max)
+            store.releaseInheritedDescriptor()
             return
         }
         // The bytes lent to this thread would lose their protection while it still uses them.

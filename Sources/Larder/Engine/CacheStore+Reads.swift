@@ -335,6 +335,8 @@ extension CacheStore {
     /// and a writer that opened the file alone since may have cleared the table and given the
     /// slot to another reader.
     private func unpin(_ slot: Int) {
+        // A child forked inside the parent's withValue: the pin is the parent's, still lending.
+        guard !isInheritedAcrossFork else { return }
         if lrd_load_seq_cst_u64(closing.pointer) == 0 {
             readers.unpin(slot)
         } else {

@@ -125,6 +125,8 @@ final class CacheStore {
     /// and a close or a write there would act for the parent. See `isInheritedAcrossFork`.
     let processID: UInt64
     let forkGeneration: UInt64
+    /// Set once a child forked after the open has given up its copy of the file's descriptor.
+    private let inheritedDescriptorReleased = AtomicWord()
 
     var path: String { file.path }
     var capacity: Int { meta.capacity }
@@ -730,6 +732,17 @@ final class CacheStore {
     /// store's file and locks to the parent (reads, writes and closes through it are refused
     /// by `Cache`, and `close()` releases nothing), and opens the file anew to use it.
     var isInheritedAcrossFork: Bool { lrd_fork_generation() != forkGeneration }
+
+    /// In a child forked after the open: gives up the child's copy of the file's descriptor,
+    /// once, unlocking nothing (the locks are the parent's). On Linux the locks belong to the
+    /// open file description, which lives while any descriptor of it is open: a child holding
+    /// its copy would keep the parent's locks after the parent is gone, and no writer would be
+    /// alone with the file again (to mark it clean, compact or shrink it) until the child ended.
+    /// The mapping stays, for whatever still holds the store.
+    func releaseInheritedDescriptor() {
+        guard isInheritedAcrossFork, lrd_cas_u64(inheritedDescriptorReleased.pointer, 0, 1) != 0 else { return }
+        file.descriptor.retire()
+    }
 
     /// Flushes and releases the file; the last writer to close it marks it clean. Idempotent.
     /// In a child forked after the open, does nothing: the file's locks are the parent's.

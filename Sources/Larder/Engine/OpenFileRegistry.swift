@@ -156,11 +156,12 @@ final class OpenFileRegistry: @unchecked Sendable {
 
     /// In a child forked since the registered stores were opened: forgets them, and the opens
     /// other threads of the parent had under way, so that the child opens its files anew (the
-    /// parent's stores refuse the child, and their handles leave the file to the parent). Under
-    /// `lock`.
+    /// parent's stores refuse the child, and their handles leave the file to the parent), and
+    /// gives up the child's copies of their descriptors. Under `lock`.
     private func forgetParentStores() {
         let generation = lrd_fork_generation()
         guard generation != forkGeneration else { return }
+        for entry in entries.values { entry.store.releaseInheritedDescriptor() }
         entries = [:]
         opening = []
         forkGeneration = generation
@@ -181,7 +182,7 @@ final class OpenFileRegistry: @unchecked Sendable {
         }
         entry.isClosing = true
         lock.unlock()
-        defer { lock.withLock { entries[entry.key] = nil } }
+        defer { lock.withLock { if entries[entry.key] === entry { entries[entry.key] = nil } } }
         try entry.lock.withWriteLock { () throws(LarderError) in try entry.store.close() }
     }
 
