@@ -118,12 +118,12 @@ final class CacheStore {
     /// Maps fresh pages ahead of the head in the background (nil for read-only handles and where
     /// the system cannot).
     let pageWarmer: PageWarmer?
-    /// The process that opened the store, whose readers' pins carry its ID, and the count of
-    /// forks it descends by (`lrd_fork_generation`) then. A child forked after the open inherits
-    /// the store but not the right to use it: its file's locks are the parent's (on Linux, locks
-    /// of an open file description, which parent and child share; elsewhere the child has none),
-    /// and a close or a write there would act for the parent. See `isInheritedAcrossFork`.
-    let processID: UInt64
+    /// The count of forks (`lrd_fork_generation`) the process descended by when it opened the
+    /// store. A child forked after the open inherits the store but not the right to use it: its
+    /// file's locks are the parent's (on Linux, locks of an open file description, which parent
+    /// and child share; elsewhere the child has none), and a close or a write there would act for
+    /// the parent. See `isInheritedAcrossFork`. (The readers' pins carry the ID of the process
+    /// that opened the store, for the same reason: `ReaderTable.processID`.)
     let forkGeneration: UInt64
     /// Set once a child forked after the open has given up its copy of the file's descriptor.
     private let inheritedDescriptorReleased = AtomicWord()
@@ -142,10 +142,8 @@ final class CacheStore {
         self.isReadOnly = readOnly
         self.pageWarmer = PageWarmer.warming(file)
         self.state = SharedState(file: file, pageSize: meta.pageSize)
-        let processID = UInt64(getpid())
-        self.processID = processID
         self.forkGeneration = lrd_watch_forks()
-        self.readers = ReaderTable(state: state, pageSize: meta.pageSize, processID: processID,
+        self.readers = ReaderTable(state: state, pageSize: meta.pageSize, processID: UInt64(getpid()),
                                    tag: UInt64(UInt(bitPattern: file.base)))
         self.publishedView = PublishedView(base: file.base, ringStart: ringStart, seed: meta.checksumSeed)
         self.localCounters = .allocate(capacity: 2)

@@ -59,8 +59,8 @@ final class OpenFileRegistry: @unchecked Sendable {
     private var entries: [Key: Entry] = [:]
     /// Existing files a thread is opening outside the lock (`openNow`), in the mode opened.
     private var opening: Set<Key> = []
-    /// The count of forks (`lrd_fork_generation`) the registered stores were opened at.
-    private var forkGeneration = lrd_watch_forks()
+    /// Whether the registered stores are the parent's, in a child after fork.
+    private var forks = ForkWatch()
     /// How many opens have started over after waiting for another process or thread, for tests
     /// to tell a wait from a spin.
     var restartsAfterWaiting: Int { lock.withLock { restarts } }
@@ -159,12 +159,10 @@ final class OpenFileRegistry: @unchecked Sendable {
     /// parent's stores refuse the child, and their handles leave the file to the parent), and
     /// gives up the child's copies of their descriptors. Under `lock`.
     private func forgetParentStores() {
-        let generation = lrd_fork_generation()
-        guard generation != forkGeneration else { return }
+        guard forks.forkedSinceLastAsked() else { return }
         for entry in entries.values { entry.store.releaseInheritedDescriptor() }
         entries = [:]
         opening = []
-        forkGeneration = generation
     }
 
     /// Whether a thread is opening the file of `key` in either mode. Under `lock`.

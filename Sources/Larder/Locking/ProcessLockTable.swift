@@ -86,8 +86,8 @@ final class ProcessLockTable: @unchecked Sendable {
     private let condition = NSCondition()
     private var files: [FileID: File] = [:]
     private var fileOfDescriptor: [Int32: FileID] = [:]
-    /// The count of forks (`lrd_fork_generation`) the locks noted here were taken at.
-    private var forkGeneration = lrd_watch_forks()
+    /// Whether the locks noted here are the parent's, in a child after fork.
+    private var forks = ForkWatch()
 
     /// In a child forked since the locks noted here were taken: forgets them, and the waits the
     /// parent's threads had under way, for a child inherits no record lock. The descriptors
@@ -95,13 +95,11 @@ final class ProcessLockTable: @unchecked Sendable {
     /// file's other descriptors are in use, rather than drop the locks of the child's own
     /// stores. Under `condition`.
     private func forgetParentLocks() {
-        let generation = lrd_fork_generation()
-        guard generation != forkGeneration else { return }
+        guard forks.forkedSinceLastAsked() else { return }
         for id in files.keys {
             files[id]?.held = [:]
             files[id]?.waitingFor = [:]
         }
-        forkGeneration = generation
     }
 
     /// A descriptor of the file at `path` that the process gave up while it had the file open on
