@@ -32,6 +32,19 @@ func pattern(_ seed: Int, count: Int) -> [UInt8] {
     }
 }
 
+/// A small deterministic generator for tests.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
 /// A value of `length` bytes (at least 8) that names its key and version in its first 8 bytes,
 /// so that a test can tell which version of which key it read back.
 func versionedBytes(key: Int, version: Int, length: Int) -> [UInt8] {
