@@ -12,6 +12,7 @@ import Testing
 /// and Swift Testing's reads of an exit test's pipes, go there too). Its limit counts from when
 /// its body starts, not from when Swift Testing queued it. A wait that ignores cancellation still
 /// holds up the run, but the hang is reported with the test's name once the limit passes.
+/// (LarderToolTests compiles this file too, through a symbolic link.)
 struct WaitingTestTrait: TestTrait, SuiteTrait, TestScoping {
     /// How long the test may run, from its body's start, before it is reported as hung.
     var limit: Duration?
