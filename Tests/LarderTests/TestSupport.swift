@@ -95,6 +95,14 @@ func waitUntil(seconds: Double, every interval: Duration = .milliseconds(10),
     while try !condition() && Date() < deadline { try await Task.sleep(for: interval) }
 }
 
+/// The CPU time this thread has used, in seconds: the work a synchronous test did, whatever
+/// else the machine ran meanwhile.
+func threadCPUSeconds() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+}
+
 extension Trait where Self == ConditionTrait {
     /// For a test that runs a process out of memory (an address-space limit): AddressSanitizer's
     /// allocator, which `scripts/test-asan` runs every test under, then reports and ends the

@@ -16,8 +16,6 @@ import Testing
 struct WaitingTestTrait: TestTrait, SuiteTrait, TestScoping {
     /// How long the test may run, from its body's start, before it is reported as hung.
     var limit: Duration?
-    /// Whether the test runs on threads of its own rather than on Swift's shared pool.
-    var runsOnOwnThreads: Bool
     /// On a suite, the trait applies to each of its tests.
     var isRecursive: Bool { true }
 
@@ -27,7 +25,6 @@ struct WaitingTestTrait: TestTrait, SuiteTrait, TestScoping {
     func provideScope(for test: Test, testCase: Test.Case?,
                       performing function: @Sendable () async throws -> Void) async throws {
         func run() async throws { try await limited(function, at: test.sourceLocation) }
-        guard runsOnOwnThreads else { return try await run() }
         try await Self.$isOnOwnThreads.withValue(true) {
             if #available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) {
                 try await withTaskExecutorPreference(ThreadPerJobExecutor.shared, operation: run)
@@ -62,15 +59,11 @@ struct WaitingTestTrait: TestTrait, SuiteTrait, TestScoping {
 extension Trait where Self == WaitingTestTrait {
     /// For a test that waits for threads, processes or time: it runs on threads of its own, and
     /// a hang is reported 5 minutes after its body started.
-    static var failsIfItHangs: Self { .init(limit: .seconds(300), runsOnOwnThreads: true) }
+    static var failsIfItHangs: Self { .init(limit: .seconds(300)) }
 
     /// For a test that waits (an exit test's child process, which may run for minutes): it runs
     /// on threads of its own, with no limit.
-    static var waitsOnItsOwnThreads: Self { .init(limit: nil, runsOnOwnThreads: true) }
-
-    /// For a test whose speed is what it checks: it fails if it runs longer than `limit`,
-    /// counted from its body's start. It runs on the shared pool, as other work does.
-    static func failsIfItRunsLongerThan(_ limit: Duration) -> Self { .init(limit: limit, runsOnOwnThreads: false) }
+    static var waitsOnItsOwnThreads: Self { .init(limit: nil) }
 }
 
 /// Records an issue unless the running test has threads of its own: for a helper that blocks.

@@ -78,8 +78,9 @@ extension DamagedFileTests {
     /// A hostile file with a valid header every 48 bytes, each claiming data to the ring's end
     /// and failing its data checksum, is recovered (and verified) in time linear in the ring:
     /// each failed check read the rest of the ring, some 6 minutes for this 32 MiB one before
-    /// recovery bounded the bytes its failed checks may read (FORMAT.md 7.4, step 3).
-    @Test(.failsIfItRunsLongerThan(.seconds(60))) func headersClaimingTheRestOfTheRingDoNotMakeRecoveryQuadratic() throws {
+    /// recovery bounded the bytes its failed checks may read (FORMAT.md 7.4, step 3). The bound
+    /// is a minute of this thread's CPU time, which other work on the machine does not stretch.
+    @Test func headersClaimingTheRestOfTheRingDoNotMakeRecoveryQuadratic() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         do {
@@ -107,8 +108,11 @@ extension DamagedFileTests {
             #expect(headers > 600_000)
             bytes[2 * 4096 + 12] &= ~1 // the clean flag: recovery runs
         }
+        let cpuBefore = threadCPUSeconds()
         #expect(!(try FileInspector(path: path).verify().report.isSound))
         let cache = try Cache(path: path)
+        let cpu = threadCPUSeconds() - cpuBefore
+        #expect(cpu < 60, "verifying and recovering took \(cpu) s of CPU time")
         #expect(cache.wasRecovered)
         #expect(cache.count == 0)
         try cache.set([1], forKey: "after")
