@@ -398,7 +398,7 @@ struct BasicOperationsTests {
     /// Threads opening one file at the same moment, over and over (new at first), while others
     /// open and close other files: every handle open at once on the file shares one store, and
     /// the last close leaves the file clean.
-    @Test func threadsOpeningOneFileAtOnceShareOneStore() throws {
+    @Test(.waitsOnItsOwnThreads) func threadsOpeningOneFileAtOnceShareOneStore() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         let others = (0..<2).map { directory.path("other-\($0).larder") }
@@ -419,7 +419,7 @@ struct BasicOperationsTests {
     /// Two spellings of one file that does not exist yet ("x" and "dir/./x", or a symbolic link
     /// and its target), opened by two threads at the same moment: one store, not two (whose
     /// locks, on Apple platforms, would be one process's and exclude nothing).
-    @Test(arguments: [false, true]) func twoSpellingsOfANewFileOpenedAtOnceShareOneStore(throughLink: Bool) throws {
+    @Test(.waitsOnItsOwnThreads, arguments: [false, true]) func twoSpellingsOfANewFileOpenedAtOnceShareOneStore(throughLink: Bool) throws {
         let directory = TemporaryDirectory()
         for round in 0..<20 {
             let path = directory.path("f\(round).larder")
@@ -435,7 +435,7 @@ struct BasicOperationsTests {
     /// lock, for seconds in a recovery), opens of that file wait, without spinning, and the
     /// process's other opens and closes go on meanwhile; the opens that waited then share one
     /// store.
-    @Test
+    @Test(.waitsOnItsOwnThreads)
     func otherOpensGoOnWhileOneWaitsForAnotherProcess() throws {
         let restartsBefore = OpenFileRegistry.shared.restartsAfterWaiting
         let directory = TemporaryDirectory()
@@ -504,7 +504,7 @@ struct BasicOperationsTests {
     /// An open that gives way to another process closes its descriptor once: a second close of
     /// the number would close whatever another thread opened under it meanwhile (a store's
     /// descriptor, dropping its locks, or a caller's file).
-    @Test
+    @Test(.waitsOnItsOwnThreads)
     func anOpenGivingWayClosesItsDescriptorOnce() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
@@ -540,7 +540,7 @@ struct BasicOperationsTests {
 
     /// The same for a close that waits for another process's open: the process's opens and
     /// closes of other files go on, and an open of the closing file waits for the close.
-    @Test
+    @Test(.waitsOnItsOwnThreads)
     func otherOpensGoOnWhileACloseWaitsForAnotherProcess() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()

@@ -71,7 +71,7 @@ struct CapacityChangeTests {
         #expect(ByteCount.kilobytes(-2).bytes == -2048)
     }
 
-    @Test func aSmallerCapacityKeepsTheNewestEntriesThatFit() throws {
+    @Test(.waitsOnItsOwnThreads) func aSmallerCapacityKeepsTheNewestEntriesThatFit() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         let keys = 0..<600
@@ -141,7 +141,7 @@ struct CapacityChangeTests {
         try cache.close()
     }
 
-    @Test func aShrinkWithNoRoomOnTheDiskKeepsTheFileWhole() async throws {
+    @Test(.waitsOnItsOwnThreads) func aShrinkWithNoRoomOnTheDiskKeepsTheFileWhole() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         try Self.makeLargeFile(path)
@@ -178,7 +178,7 @@ struct CapacityChangeTests {
 
     /// An owner who is not in the file's group (root made the file, then gave it to them) can
     /// still lower its capacity: the copy stays theirs, in their own group.
-    @Test(.enabled(if: getuid() == 0, "needs root to hand the file to another user"))
+    @Test(.waitsOnItsOwnThreads, .enabled(if: getuid() == 0, "needs root to hand the file to another user"))
     func anOwnerOutsideTheFilesGroupCanShrinkIt() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
@@ -242,7 +242,7 @@ struct CapacityChangeTests {
         }
     }
 
-    @Test func anOpenThatWaitedWhileTheFileWasReplacedOpensTheNewFile() throws {
+    @Test(.waitsOnItsOwnThreads) func anOpenThatWaitedWhileTheFileWasReplacedOpensTheNewFile() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         let opened = OpenedCache()
@@ -259,7 +259,7 @@ struct CapacityChangeTests {
     /// The same through an open that waits on its own descriptor for the lock (the registry
     /// waits elsewhere and starts over, but the check still guards a rename between an open of
     /// the path and its lock).
-    @Test
+    @Test(.waitsOnItsOwnThreads)
     func anOpenWaitingOnItsOwnDescriptorWhileTheFileWasReplacedOpensTheNewFile() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
@@ -283,7 +283,7 @@ struct CapacityChangeTests {
     /// A read-write open with a smaller capacity that saw a read-only handle of the file open in
     /// this process, then waited for another process, shrinks the file if the handle has closed
     /// by the time it starts over (and keeps the capacity while it is open: the control).
-    @Test(arguments: [false, true])
+    @Test(.waitsOnItsOwnThreads, arguments: [false, true])
     func anOpenThatWaitedShrinksOnceTheOtherModeHasClosed(readerStaysOpen: Bool) throws {
         let directory = TemporaryDirectory()
         let path = directory.path()

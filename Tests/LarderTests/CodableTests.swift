@@ -114,7 +114,7 @@ struct CodableTests {
         }
     }
 
-    @Test func codableWritesTakeExpiryAndCompression() throws {
+    @Test(.waitsOnItsOwnThreads) func codableWritesTakeExpiryAndCompression() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
         let long = Array(repeating: Article.sample(1), count: 50)

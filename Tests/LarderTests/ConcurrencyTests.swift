@@ -5,7 +5,7 @@ import Testing
 
 @Suite("Threads")
 struct ConcurrencyTests {
-    @Test func manyThreadsReadAndWriteOneCacheWithoutWrongValues() throws {
+    @Test(.waitsOnItsOwnThreads) func manyThreadsReadAndWriteOneCacheWithoutWrongValues() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 2 << 20)
         let threads = 8
@@ -54,7 +54,7 @@ struct ConcurrencyTests {
     /// Readers of the process take no lock: they read through the view the writer last published
     /// and check it at the end. While a writer thread doubles the index several times, migrates
     /// it and grows the file, every key it has written must be found, with its right value.
-    @Test func readerThreadsFindEveryWrittenKeyWhileTheIndexAndFileGrow() throws {
+    @Test(.waitsOnItsOwnThreads) func readerThreadsFindEveryWrittenKeyWhileTheIndexAndFileGrow() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 256 << 20)
         let keys = 30_000
@@ -99,7 +99,7 @@ struct ConcurrencyTests {
     /// A full ring reuses offsets at once: a reader that matched a key in one record must never
     /// hand out the record that replaced it at the same place (another key's value, or a false
     /// "damaged" error). Readers read keys close to the tail, where the writer evicts.
-    @Test func readersNeverGetTheValueOfARecordThatReplacedTheirsInAFullRing() throws {
+    @Test(.waitsOnItsOwnThreads) func readersNeverGetTheValueOfARecordThatReplacedTheirsInAFullRing() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 256 << 10)
         // Keys of one length, so that a record of another key can take a record's exact place.
@@ -144,7 +144,7 @@ struct ConcurrencyTests {
     /// it gives back late must not disturb the reader table that a later open has reset (a pin
     /// count below zero would make every writer scan the table, and a slot freed twice could be
     /// another reader's).
-    @Test func aValueLentWhileTheCacheClosesLeavesTheReaderTableConsistent() throws {
+    @Test(.waitsOnItsOwnThreads) func aValueLentWhileTheCacheClosesLeavesTheReaderTableConsistent() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
         try cache.set([1, 2, 3], forKey: "k")
@@ -188,12 +188,11 @@ struct ConcurrencyTests {
             let deadline = Date().addingTimeInterval(100)
             while !holder.contains("done") {
                 guard Date() < deadline else { exit(3) }
-                usleep(1000)
+                try await Task.sleep(for: .milliseconds(1))
             }
         }
-        // The child is started by a task of Swift's shared pool: 15 minutes at most.
-        let deadline = Date().addingTimeInterval(900)
-        while !cache.contains("holding") && Date() < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        // Should the child fail before it writes: 15 minutes at most.
+        try await waitUntil(seconds: 900, every: .milliseconds(1)) { cache.contains("holding") }
         #expect(cache.contains("holding"))
         let inside = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
         Thread {
@@ -203,10 +202,10 @@ struct ConcurrencyTests {
             }
             done.signal()
         }.start()
-        await Task.detached { inside.wait() }.value
+        try await onOwnThread { inside.wait() }
         try cache.close()
         release.signal()
-        await Task.detached { done.wait() }.value
+        try await onOwnThread { done.wait() }
         let observer = try Cache(path: path)
         #expect(observer.store.readers.isEmpty)
         try observer.set([1], forKey: "done")

@@ -97,7 +97,7 @@ struct EnumerationTests {
         #expect(try cache.keys.isEmpty)
     }
 
-    @Test func keysOfAnotherProcessesWritesAreSeen() async throws {
+    @Test(.waitsOnItsOwnThreads) func keysOfAnotherProcessesWritesAreSeen() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         let cache = try Cache(path: path)

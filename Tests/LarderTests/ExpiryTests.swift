@@ -4,7 +4,7 @@ import Testing
 
 @Suite("Expiry")
 struct ExpiryTests {
-    @Test func anEntryIsNotReturnedAfterItsTime() throws {
+    @Test(.waitsOnItsOwnThreads) func anEntryIsNotReturnedAfterItsTime() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
         try cache.set([1], forKey: "short", expiry: .seconds(0.05))
@@ -45,7 +45,7 @@ struct ExpiryTests {
         #expect(try cache.bytes(forKey: "future") == [2])
     }
 
-    @Test func theDefaultExpiryAppliesWhenAWriteNamesNone() throws {
+    @Test(.waitsOnItsOwnThreads) func theDefaultExpiryAppliesWhenAWriteNamesNone() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), expiry: .seconds(0.05))
         try cache.set([1], forKey: "default")
@@ -55,7 +55,7 @@ struct ExpiryTests {
         #expect(try cache.bytes(forKey: "explicit") == [2])
     }
 
-    @Test func expiryPersistsAcrossReopen() throws {
+    @Test(.waitsOnItsOwnThreads) func expiryPersistsAcrossReopen() throws {
         let directory = TemporaryDirectory()
         do {
             let cache = try Cache(path: directory.path())
@@ -67,7 +67,7 @@ struct ExpiryTests {
         #expect(try cache.bytes(forKey: "short") == nil)
     }
 
-    @Test func expiredEntriesAreReclaimedBeforeLiveOnes() throws {
+    @Test(.waitsOnItsOwnThreads) func expiredEntriesAreReclaimedBeforeLiveOnes() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 1 << 20)
         for index in 0..<50 { try cache.set(pattern(index, count: 5_000), forKey: "old\(index)", expiry: .seconds(0.05)) }
@@ -79,7 +79,7 @@ struct ExpiryTests {
         #expect(try cache.bytes(forKey: "new299") == pattern(299, count: 5_000))
     }
 
-    @Test func removingAnExpiredKeyReportsNothingRemoved() throws {
+    @Test(.waitsOnItsOwnThreads) func removingAnExpiredKeyReportsNothingRemoved() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
         try cache.set([1], forKey: "a", expiry: .seconds(0.01))

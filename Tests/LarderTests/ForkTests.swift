@@ -38,7 +38,7 @@ struct ForkTests {
             guard child != 0 else { _exit(ForkTests.childChecks(inherited: cache, path: path, lent: lent)) }
             cache.entry.lock.unlockExclusive()
             guard child > 0 else { ForkTests.fail("fork failed: errno \(errno)") }
-            guard let status = ForkTests.waitForExit(of: child, seconds: 120) else {
+            guard let status = try await ForkTests.waitForExit(of: child, seconds: 120) else {
                 kill(child, SIGKILL)
                 ForkTests.fail("the child did not exit within two minutes")
             }
@@ -96,8 +96,9 @@ struct ForkTests {
         return 0
     }
 
-    /// The exit status of `pid` once it exits, or nil when it has not within `seconds`.
-    private static func waitForExit(of pid: pid_t, seconds: Double) -> Int32? {
+    /// The exit status of `pid` once it exits, or nil when it has not within `seconds`. Looks
+    /// every 10 ms, holding no thread meanwhile.
+    private static func waitForExit(of pid: pid_t, seconds: Double) async throws -> Int32? {
         let deadline = Date().addingTimeInterval(seconds)
         var status: Int32 = 0
         while Date() < deadline {
@@ -107,7 +108,7 @@ struct ForkTests {
                 return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
             }
             if waited < 0 { return -1 }
-            usleep(10_000)
+            try await Task.sleep(for: .milliseconds(10))
         }
         return nil
     }

@@ -11,7 +11,7 @@ struct InspectionLookupTests {
     /// and their space reused at once), the inspector's lookup of keys near the tail must never
     /// return a value that is not the key's, nor call a value damaged because a writer replaced
     /// its record while it was read.
-    @Test func lookupBesideAWriterNeverReturnsAWrongOrFalselyDamagedValue() throws {
+    @Test(.waitsOnItsOwnThreads) func lookupBesideAWriterNeverReturnsAWrongOrFalselyDamagedValue() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 256 << 10)
         @Sendable func key(_ index: Int) -> [UInt8] { Array(String(format: "k%07d", index).utf8) }

@@ -31,7 +31,7 @@ struct KilledWhileReusingRoomTests {
 
     private static let keys = 60
 
-    @Test func everyAcknowledgedWriteSurvives() async throws {
+    @Test(.waitsOnItsOwnThreads) func everyAcknowledgedWriteSurvives() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         let logPath = directory.path("acknowledged.log")

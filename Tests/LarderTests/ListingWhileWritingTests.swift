@@ -147,7 +147,7 @@ struct ListingWhileWritingTests {
             let deadline = Date().addingTimeInterval(100)
             while !cache.contains("go") {
                 guard Date() < deadline else { exit(3) }
-                usleep(1000)
+                try await Task.sleep(for: .milliseconds(1))
             }
             for index in 0..<3000 { try cache.removeValue(forKey: "doomed-\(index)") }
             for index in 0..<30_000 { try cache.set([3], forKey: "fresh-\(index)") }
@@ -163,10 +163,9 @@ struct ListingWhileWritingTests {
                         guard !waited else { return }
                         waited = true
                         try cache.set([1], forKey: "go")
-                        // The child is started by a task of Swift's shared pool, which in a
-                        // parallel test run waits behind other tests: the deadline counts from
-                        // the child's start, within a bound of its own, far longer, should the
-                        // child fail before it (this thread is not one a time limit can stop).
+                        // The deadline counts from the child's start, within a bound of its
+                        // own, far longer, should the child fail before it (this thread is not
+                        // one a time limit can stop).
                         var deadline = Date().addingTimeInterval(900)
                         var sawStart = false
                         while !cache.contains("grown") && Date() < deadline {

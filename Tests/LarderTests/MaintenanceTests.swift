@@ -4,7 +4,7 @@ import Testing
 
 @Suite("Maintenance")
 struct MaintenanceTests {
-    @Test func removeExpiredRemovesOnlyTheExpired() throws {
+    @Test(.waitsOnItsOwnThreads) func removeExpiredRemovesOnlyTheExpired() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
         let past = Date(timeIntervalSinceNow: -1)
@@ -24,7 +24,7 @@ struct MaintenanceTests {
         #expect(cache.totalBytes == 20 * 100 + 1)
     }
 
-    @Test func removeOlderThanIsALimitByAge() throws {
+    @Test(.waitsOnItsOwnThreads) func removeOlderThanIsALimitByAge() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
         for index in 0..<10 { try cache.set([UInt8(index)], forKey: "old-\(index)", expiry: .seconds(3600)) }
@@ -76,7 +76,7 @@ struct MaintenanceTests {
         #expect(cache.count == 0 && cache.totalBytes == 0)
     }
 
-    @Test func trimToBytesEvictsTheExpiredFirstThenTheLeastRecentlyUsed() throws {
+    @Test(.waitsOnItsOwnThreads) func trimToBytesEvictsTheExpiredFirstThenTheLeastRecentlyUsed() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
         for index in 0..<50 { try cache.set(pattern(index, count: 1_000), forKey: "k\(index)") }

@@ -5,7 +5,7 @@ import Testing
 /// Several processes on one file. The other processes are children of the test run (exit tests).
 @Suite("Processes")
 struct MultiProcessTests {
-    @Test func aWriterThatDiesHoldingTheLockIsRepairedByTheNext() async throws {
+    @Test(.waitsOnItsOwnThreads) func aWriterThatDiesHoldingTheLockIsRepairedByTheNext() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         let cache = try Cache(path: path, options: .init(capacity: .megabytes(2)))
@@ -38,7 +38,7 @@ struct MultiProcessTests {
     /// plausible, as a sole writer's open does: a process that broke the format (here, the next
     /// sequence number put below the first valid one, so that every record written from it on
     /// would be void: stored, and never found) is repaired in place, not written on from.
-    @Test func aJoiningWriterRebuildsASharedStateThatCannotBeRight() async throws {
+    @Test(.waitsOnItsOwnThreads) func aJoiningWriterRebuildsASharedStateThatCannotBeRight() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         let cache = try Cache(path: path, options: .init(capacity: .megabytes(4)))
@@ -65,7 +65,7 @@ struct MultiProcessTests {
 
     /// A writer joining another takes no lock at open (its first write checks the shared state):
     /// a clean file stays clean, so that the open waits for no disk.
-    @Test func aJoiningWriterLeavesACleanFileClean() async throws {
+    @Test(.waitsOnItsOwnThreads) func aJoiningWriterLeavesACleanFileClean() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         let first = try Cache(path: path)
@@ -168,7 +168,7 @@ struct MultiProcessTests {
     /// it up before it cuts the file back to the ring's end: with the older copy's smaller size,
     /// it cut away the records the dead writer had written past it (and, under any process that
     /// had mapped the larger size, pages it would read).
-    @Test func recoveryTakesUpAMetaCopyThatADeadWriterDidNotAnnounce() async throws {
+    @Test(.waitsOnItsOwnThreads) func recoveryTakesUpAMetaCopyThatADeadWriterDidNotAnnounce() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         let cache = try Cache(path: path, options: .init(capacity: .megabytes(32)))
@@ -195,7 +195,7 @@ struct MultiProcessTests {
         #expect(try cache.bytes(forKey: "before") == [1])
     }
 
-    @Test func writesOfAnotherProcessAreSeenWithoutReopening() async throws {
+    @Test(.waitsOnItsOwnThreads) func writesOfAnotherProcessAreSeenWithoutReopening() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         let cache = try Cache(path: path, options: .init(capacity: .megabytes(32)))
@@ -220,7 +220,7 @@ struct MultiProcessTests {
         #expect(try !Cache(path: path).wasRecovered)
     }
 
-    @Test func twoProcessesWriteAndReadAtOnce() async throws {
+    @Test(.waitsOnItsOwnThreads) func twoProcessesWriteAndReadAtOnce() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         _ = try Cache(path: path, options: .init(capacity: .megabytes(2)))
@@ -240,7 +240,7 @@ struct MultiProcessTests {
         }
     }
 
-    @Test func twoProcessesReplaceAndRemoveLargeValuesAtOnce() async throws {
+    @Test(.waitsOnItsOwnThreads) func twoProcessesReplaceAndRemoveLargeValuesAtOnce() async throws {
         // Far below the capacity, values of 12 KiB and more, whose room each process takes again
         // once it has replaced or removed them, among small ones, which keep the tail and the
         // head going round the ring: a process must forget the rooms it knows of once the other
@@ -272,7 +272,7 @@ struct MultiProcessTests {
         #expect(report.isSound, "\(report.problems.prefix(3).map(\.description))")
     }
 
-    @Test func theRoomsAProcessKnowsOfAreForgottenOnceAnotherHasWritten() async throws {
+    @Test(.waitsOnItsOwnThreads) func theRoomsAProcessKnowsOfAreForgottenOnceAnotherHasWritten() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         let cache = try Cache(path: path, options: .init(capacity: .megabytes(64)))
@@ -339,7 +339,7 @@ struct MultiProcessTests {
         try cache.close()
     }
 
-    @Test func killedAtRandomMomentsTheFileAlwaysReopensWithValidValues() async throws {
+    @Test(.waitsOnItsOwnThreads) func killedAtRandomMomentsTheFileAlwaysReopensWithValidValues() async throws {
         let rounds = ProcessInfo.processInfo.environment["LARDER_KILL_ROUNDS"].flatMap(Int.init) ?? 40
         let directory = TemporaryDirectory()
         let path = directory.path()
@@ -398,7 +398,7 @@ struct MultiProcessTests {
         #expect(!cache.wasRecovered)
     }
 
-    @Test func aFullDiskIsAnErrorFromSetAndLosesNothing() async throws {
+    @Test(.waitsOnItsOwnThreads) func aFullDiskIsAnErrorFromSetAndLosesNothing() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         // How many puts the child saw succeed, written by the child for this process to check.

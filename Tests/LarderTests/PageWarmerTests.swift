@@ -90,7 +90,7 @@ struct PageWarmerTests {
     #if os(Linux)
     /// The real path: once the warming jobs are done, the writer's stores into the pages ahead of
     /// the head take almost no page faults (without warming, about one per page).
-    @Test func theWriterFindsWarmedPagesMapped() throws {
+    @Test(.waitsOnItsOwnThreads) func theWriterFindsWarmedPagesMapped() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 256 << 20)
         guard let warmer = cache.entry.store.pageWarmer else { return } // a kernel before 5.14

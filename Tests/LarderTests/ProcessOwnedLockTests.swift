@@ -89,14 +89,16 @@ struct ProcessOwnedLockTests {
             probe.expect(try second.lock(byte: transition, .shared, wait: false), "shared refused beside a sibling's shared lock")
             try second.lock(byte: transition, .unlock, wait: false)
             try first.lock(byte: transition, .exclusive, wait: false)
-            let granted = DispatchSemaphore(value: 0)
+            let granted = AtomicWord()
             Thread {
                 do { try second.lock(byte: transition, .shared, wait: true) } catch { probe.expect(false, "\(error)") }
-                granted.signal()
+                granted.store(1)
             }.start()
-            probe.expect(granted.wait(timeout: .now() + 0.2) == .timedOut, "a waiting request went past a sibling's lock")
+            try await Task.sleep(for: .milliseconds(200))
+            probe.expect(granted.load() == 0, "a waiting request went past a sibling's lock")
             try first.lock(byte: transition, .unlock, wait: false)
-            probe.expect(granted.wait(timeout: .now() + 600) == .success, "a waiting request not granted once the sibling let go")
+            try await waitUntil(seconds: 600) { granted.load() == 1 }
+            probe.expect(granted.load() == 1, "a waiting request not granted once the sibling let go")
             probe.expect(taken: [.transition, .users], "after the waiting request was granted")
 
             second.close()
@@ -146,26 +148,25 @@ struct ProcessOwnedLockTests {
         async let child = #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             [path = path as String, otherPath = otherPath as String, started = started as String, otherDone = otherDone as String] in
             let probe = LockProbe(switchingToProcessOwnedLocksOn: path)
-            let opened = DispatchSemaphore(value: 0)
+            let opened = AtomicWord()
             Thread {
                 do { try Cache(path: path).close() } catch { probe.expect(false, "the waiting open: \(error)") }
-                opened.signal()
+                opened.store(1)
             }.start()
-            while ProcessLockTable.shared.counts.waiting == 0 { usleep(1000) }
+            while ProcessLockTable.shared.counts.waiting == 0 { try await Task.sleep(for: .milliseconds(1)) }
             _ = FileManager.default.createFile(atPath: started, contents: nil)
             let other = try Cache(path: otherPath)
             try other.set([7], forKey: "k")
             try other.close()
-            probe.expect(opened.wait(timeout: .now()) == .timedOut, "the open went past another process's lock")
+            probe.expect(opened.load() == 0, "the open went past another process's lock")
             _ = FileManager.default.createFile(atPath: otherDone, contents: nil)
-            probe.expect(opened.wait(timeout: .now() + 600) == .success, "the waiting open never ended")
+            try await waitUntil(seconds: 600) { opened.load() == 1 }
+            probe.expect(opened.load() == 1, "the waiting open never ended")
         }
-        // The child's start may wait for a thread of the shared pool; from then on, a second at
-        // most is what an open and a close of another file take.
-        let startLimit = Date(timeIntervalSinceNow: 900)
-        while !FileManager.default.fileExists(atPath: started) && Date() < startLimit { usleep(20_000) }
-        let otherLimit = Date(timeIntervalSinceNow: 30)
-        while !FileManager.default.fileExists(atPath: otherDone) && Date() < otherLimit { usleep(20_000) }
+        // The child's start is bounded should it fail before it; from then on, a second at most
+        // is what an open and a close of another file take.
+        try await waitUntil(seconds: 900) { FileManager.default.fileExists(atPath: started) }
+        try await waitUntil(seconds: 30) { FileManager.default.fileExists(atPath: otherDone) }
         #expect(FileManager.default.fileExists(atPath: otherDone), "another file's open and close waited for this file's lock")
         holder.close()
         report(await child)

@@ -253,7 +253,7 @@ struct RecoveryTests {
         #expect(try cache.bytes(forKey: "after") == [1])
     }
 
-    @Test func aProcessKilledWhileWritingLeavesAFileThatReopensWithValidValues() async throws {
+    @Test(.waitsOnItsOwnThreads) func aProcessKilledWhileWritingLeavesAFileThatReopensWithValidValues() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
         for round in 0..<3 {

@@ -171,7 +171,7 @@ struct ReplacingInPlaceTests {
         #expect(report.isSound, "\(report.problems.prefix(3).map(\.description))")
     }
 
-    @Test("a put refused for a full disk while the value it replaces is lent loses nothing")
+    @Test("a put refused for a full disk while the value it replaces is lent loses nothing", .waitsOnItsOwnThreads)
     func aFailedPutOfALentValueLosesNothing() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
@@ -229,7 +229,7 @@ struct ReplacingInPlaceTests {
     /// Readers take no lock: one that looks for a key while its record is written over finds it
     /// dead or half written, and must look again (the index epoch), not report a miss, and one
     /// that read the old record must see that it changed, not return a mix.
-    @Test("readers never miss a key, nor get a mixed value, while it is written over again and again")
+    @Test("readers never miss a key, nor get a mixed value, while it is written over again and again", .waitsOnItsOwnThreads)
     func readersDuringRewrites() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(at: directory.path(), capacity: 16 << 20)
@@ -270,7 +270,7 @@ struct ReplacingInPlaceTests {
         #expect(cache.stats.updates == 100_000 && cache.count == keys)
     }
 
-    @Test("readers and listings of another process never miss a key, nor get a mixed value, while it is written over")
+    @Test("readers and listings of another process never miss a key, nor get a mixed value, while it is written over", .waitsOnItsOwnThreads)
     func readersOfAnotherProcessDuringRewrites() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
@@ -288,12 +288,9 @@ struct ReplacingInPlaceTests {
                 try cache.set(versionedBytes(key: step % 8, version: step, length: 300), forKey: Self.key(step % 8))
             }
         }
-        // The child is started by a task of Swift's shared pool, which in a parallel test run
-        // waits behind the other tests (minutes, under AddressSanitizer): the reading's deadline
-        // counts from the child's start, and the wait for that start has a bound of its own, far
-        // longer, should the child fail before it.
-        let startBound = Date().addingTimeInterval(900)
-        while !cache.contains("started") && Date() < startBound { try await Task.sleep(for: .milliseconds(5)) }
+        // The reading's deadline counts from the child's start; the wait for that start has a
+        // bound of its own, far longer, should the child fail before it.
+        try await waitUntil(seconds: 900, every: .milliseconds(5)) { cache.contains("started") }
         let deadline = Date().addingTimeInterval(300)
         struct Tally: Sendable { var reads = 0, missing = 0, wrong = 0, listings = 0, incompleteListings = 0; var updates: UInt64 = 0 }
         // Reads without pause, on a thread of its own: on the test runner's shared threads it

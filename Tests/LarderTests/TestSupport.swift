@@ -32,6 +32,19 @@ func pattern(_ seed: Int, count: Int) -> [UInt8] {
     }
 }
 
+/// A small deterministic generator for tests.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
 /// A value of `length` bytes (at least 8) that names its key and version in its first 8 bytes,
 /// so that a test can tell which version of which key it read back.
 func versionedBytes(key: Int, version: Int, length: Int) -> [UInt8] {
@@ -51,8 +64,10 @@ extension Cache {
 
 /// Runs `body(0)`, `body(1)`, ... each on a thread of its own, all at once, and waits for them:
 /// unlike `concurrentPerform`, which may run the iterations one after another on a busy machine,
-/// so that a reader waiting for a writer would wait forever.
+/// so that a reader waiting for a writer would wait forever. The wait blocks: only a test that
+/// runs on threads of its own may call it (`WaitingTestTrait`).
 func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    expectOwnThreads()
     let finished = DispatchSemaphore(value: 0)
     for index in 0..<count {
         Thread {
@@ -72,15 +87,20 @@ func onOwnThread<Result: Sendable>(_ body: @escaping @Sendable () throws -> Resu
     }
 }
 
-extension Trait where Self == TimeLimitTrait {
-    /// For a test whose threads wait for each other: a hang is reported with the test's name
-    /// as soon as the limit passes. (Only a wait that is cancellable ends there; one on a
-    /// thread of its own, or in synchronous code, needs a deadline of its own, or the run still
-    /// waits for it.) Generous, because the limit counts from when the test is started, and in
-    /// a parallel run (plain `swift test`) a started test waits for a thread of Swift's shared
-    /// pool behind every other test: in a CI run on 2 cores, six tests of a few seconds each
-    /// were stopped at a limit of one minute so. `scripts/test` runs the tests one at a time.
-    static var failsIfItHangs: Self { .timeLimit(.minutes(5)) }
+/// Waits until `condition` holds or `seconds` have passed, looking every `interval`, without
+/// holding a thread (the caller then checks the condition itself, to fail with its own words).
+func waitUntil(seconds: Double, every interval: Duration = .milliseconds(10),
+               _ condition: () throws -> Bool) async throws {
+    let deadline = Date(timeIntervalSinceNow: seconds)
+    while try !condition() && Date() < deadline { try await Task.sleep(for: interval) }
+}
+
+/// The CPU time this thread has used, in seconds: the work a synchronous test did, whatever
+/// else the machine ran meanwhile.
+func threadCPUSeconds() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
 }
 
 extension Trait where Self == ConditionTrait {

@@ -4,10 +4,11 @@ import Testing
 /// Runs the example programs (Examples/offline-first, Examples/media-cache) as built by
 /// `swift build` / `swift test`, found as the `larder` tool is, and checks what they print.
 /// Examples/c is built and run by Tests/C (`make -C Tests/C check`) and by scripts/demo.
-@Suite("Examples")
+@Suite("Examples", .waitsOnItsOwnThreads)
 struct ExamplesTests {
     /// Runs example `name` on a cache file of its own; returns its exit status and output lines.
     func run(_ name: String) throws -> (status: Int32, lines: [String]) {
+        expectOwnThreads()
         let program = try #require(Larder.builtProgram(name), "\(name) is not built: run `swift build` first")
         let directory = TemporaryDirectory()
         let output = directory.url.appendingPathComponent("out")

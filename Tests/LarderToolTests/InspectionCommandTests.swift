@@ -3,7 +3,7 @@ import Larder
 import Testing
 
 /// `info`, `dump` and `get`: the reading commands, compared byte for byte.
-@Suite("Reading commands")
+@Suite("Reading commands", .waitsOnItsOwnThreads)
 struct InspectionCommandTests {
     @Test func everyCommandHasHelp() throws {
         let run = try Larder.expect(["--help"])

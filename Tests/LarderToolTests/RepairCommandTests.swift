@@ -3,7 +3,7 @@ import Larder
 import Testing
 
 /// `verify`, `recover` and `compact` on sound and damaged files.
-@Suite("Verifying and repairing")
+@Suite("Verifying and repairing", .waitsOnItsOwnThreads)
 struct RepairCommandTests {
     @Test func aSoundFileVerifies() throws {
         let directory = TemporaryDirectory()
@@ -250,7 +250,7 @@ struct Noise {
 }
 
 /// Damaged and hostile files are input: every reading command answers with a status, never a crash.
-@Suite("Hostile files")
+@Suite("Hostile files", .waitsOnItsOwnThreads)
 struct HostileFileTests {
     @Test func randomDamageNeverCrashesTheTool() throws {
         let directory = TemporaryDirectory()

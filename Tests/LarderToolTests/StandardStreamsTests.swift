@@ -3,7 +3,7 @@ import Testing
 
 /// What the tool does when its standard streams or arguments are not what a terminal gives it:
 /// output that cannot be written is a failure, and never lands in the cache file.
-@Suite struct StandardStreamsTests {
+@Suite(.waitsOnItsOwnThreads) struct StandardStreamsTests {
     @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/full")))
     func outputThatCannotBeWrittenIsAFailure() throws {
         let directory = TemporaryDirectory()

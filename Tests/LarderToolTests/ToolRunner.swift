@@ -39,8 +39,10 @@ enum Larder {
     }
 
     /// Runs `larder arguments...` with `input` on stdin; stdout and stderr go to files, so that
-    /// neither can fill a pipe and stall the tool.
+    /// neither can fill a pipe and stall the tool. It waits for the tool's exit: the suites that
+    /// call it run on threads of their own (`waitsOnItsOwnThreads`).
     static func run(_ arguments: [String], input: Data = Data()) throws -> Run {
+        expectOwnThreads()
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("larder-run-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -64,6 +66,7 @@ enum Larder {
     /// Runs `script` with /bin/sh, `$0` being the tool: for what `run` cannot arrange (a
     /// closed or full standard output, an argument that is not UTF-8).
     static func shell(_ script: String, _ arguments: [String] = []) throws -> Run {
+        expectOwnThreads()
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("larder-shell-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }

@@ -3,7 +3,7 @@ import Larder
 import Testing
 
 /// `put`, `delete`, `clear` and `trim`: writes through the public `Cache` API.
-@Suite("Writing commands")
+@Suite("Writing commands", .waitsOnItsOwnThreads)
 struct WritingCommandTests {
     @Test func putFromAFileAndFromStdin() throws {
         let directory = TemporaryDirectory()

@@ -1,0 +1,1 @@
+../LarderTests/WaitingTestTrait.swift
