@@ -39,16 +39,6 @@ import Foundation
 final class ProcessLockTable: @unchecked Sendable {
     static let shared = ProcessLockTable()
 
-    private struct FileID: Hashable {
-        let device: UInt64
-        let inode: UInt64
-
-        init(_ info: stat) {
-            device = UInt64(truncatingIfNeeded: info.st_dev)
-            inode = UInt64(truncatingIfNeeded: info.st_ino)
-        }
-    }
-
     /// What a parked descriptor waits for: to be retired (its owner closes the number later, so
     /// it must stay taken) or closed (its owner has let go of the number, which a later open of
     /// the file in the same mode may take up again).
@@ -84,8 +74,8 @@ final class ProcessLockTable: @unchecked Sendable {
     /// and for closes; a request that waits for a sibling waits on it, as a condition, for a
     /// change.
     private let condition = NSCondition()
-    private var files: [FileID: File] = [:]
-    private var fileOfDescriptor: [Int32: FileID] = [:]
+    private var files: [FileIdentity: File] = [:]
+    private var fileOfDescriptor: [Int32: FileIdentity] = [:]
     /// Whether the locks noted here are the parent's, in a child after fork.
     private var forks = ForkWatch()
 
@@ -108,13 +98,11 @@ final class ProcessLockTable: @unchecked Sendable {
     /// pile up descriptors. Nil when there is none. (The file's permissions are not asked again:
     /// a process that has the file open in that mode already keeps its right to it.)
     func reuse(path: String, readOnly: Bool) -> Int32? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        let id = FileID(info)
+        guard let id = FileIdentity(path: path) else { return nil }
         return condition.withLock {
             forgetParentLocks()
             guard var file = files[id],
-                  let reused = file.parked.first(where: { $0.value == .close && Self.isReadOnly($0.key) == readOnly })?.key
+                  let reused = file.parked.first(where: { $0.value == .close && SystemCall.isReadOnly($0.key) == readOnly })?.key
             else { return nil }
             file.parked[reused] = nil
             file.open.insert(reused)
@@ -123,15 +111,9 @@ final class ProcessLockTable: @unchecked Sendable {
         }
     }
 
-    private static func isReadOnly(_ descriptor: Int32) -> Bool {
-        fcntl(descriptor, F_GETFL) & O_ACCMODE == O_RDONLY
-    }
-
     /// Registers a descriptor just opened.
     func register(_ descriptor: Int32) {
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { return }
-        let id = FileID(info)
+        guard let id = FileIdentity(descriptor: descriptor) else { return }
         condition.withLock {
             forgetParentLocks()
             files[id, default: File()].open.insert(descriptor)
@@ -269,7 +251,7 @@ final class ProcessLockTable: @unchecked Sendable {
     private static func finish(_ descriptor: Int32, _ fate: Parked) {
         switch fate {
         case .retire: _ = lrd_retire_descriptor(descriptor)
-        case .close: FileDescriptor.closeNumber(descriptor)
+        case .close: SystemCall.close(descriptor)
         }
     }
 
