@@ -143,9 +143,9 @@ final class CacheStore {
         self.pageWarmer = PageWarmer.warming(file)
         self.state = SharedState(file: file, pageSize: meta.pageSize)
         self.forkGeneration = lrd_watch_forks()
-        self.readers = ReaderTable(state: state, pageSize: meta.pageSize, processID: UInt64(getpid()),
-                                   tag: UInt64(UInt(bitPattern: file.base)))
-        self.publishedView = PublishedView(base: file.base, ringStart: ringStart, seed: meta.checksumSeed)
+        self.readers = ReaderTable(state: state, pageSize: meta.pageSize, processID: UInt64(SystemCall.processID()),
+                                   tag: file.mappingTag)
+        self.publishedView = PublishedView(base: file.viewBase, ringStart: ringStart, seed: meta.checksumSeed)
         self.localCounters = .allocate(capacity: 2)
         localCounters.initialize(repeating: 0, count: 2)
         self.abandonedEpoch = .allocate(capacity: 1)
@@ -570,7 +570,7 @@ final class CacheStore {
 
     /// The view of the file readers look through, as this process has it now.
     var currentView: ReadView {
-        ReadView(base: file.base, limit: min(ringEnd, file.size), ringStart: ringStart, seed: seed,
+        ReadView(base: file.viewBase, limit: min(ringEnd, file.size), ringStart: ringStart, seed: seed,
                  firstValidSequence: meta.firstValidSequence, active: active, draining: draining,
                  changeCounter: viewChangeCounter)
     }

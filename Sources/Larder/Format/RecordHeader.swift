@@ -162,7 +162,8 @@ struct RecordHeader: Equatable {
     /// decoded from what was loaded: a writer of another process reusing the place meanwhile can
     /// make the checksum fail, never yield a header mixing two records.
     static func read(from file: MappedFile, at offset: Int, limit: Int, seed: UInt32) -> RecordHeader? {
-        read(from: file.base, at: offset, limit: min(limit, file.size), seed: seed)
+        let mapped = file.bytes(at: 0, count: max(0, min(limit, file.size)))
+        return read(from: mapped.baseAddress!, at: offset, limit: mapped.count, seed: seed)
     }
 
     /// `read(from:at:limit:seed:)` for a caller that knows `[0, limit)` of the map at `base` to
@@ -226,8 +227,7 @@ struct RecordHeader: Equatable {
 
     /// Whether the key and value bytes of the entry at `offset` match `dataChecksum`.
     func dataIsIntact(in file: MappedFile, at offset: Int, seed: UInt32) -> Bool {
-        precondition(file.contains(offset, totalSize), "range outside the file")
-        return dataIsIntact(record: file.base + offset, seed: seed)
+        dataIsIntact(record: file.bytes(at: offset, count: totalSize).baseAddress!, seed: seed)
     }
 
     /// `dataIsIntact(in:at:seed:)` for a record whose bytes the caller knows to be in the file.
