@@ -5,18 +5,6 @@
 /// long it stays. At the capacity the ring's order is the CLOCK order, and a new record placed
 /// near the tail would be the next to go.
 extension CacheStore {
-    var recordsPlacedInDeadRoom: Int { deadRooms.pointee.placedCount }
-
-    var reusesDeadRoom: Bool {
-        get { deadRooms.pointee.isEnabled }
-        set { deadRooms.pointee.isEnabled = newValue }
-    }
-
-    var rewritesInPlace: Bool {
-        get { deadRooms.pointee.rewritesInPlace }
-        set { deadRooms.pointee.rewritesInPlace = newValue }
-    }
-
     /// What a write of another process would change: the head, the tail and the span (its ring
     /// moves), the next sequence number (every record it writes), the change counter (its meta
     /// writes: growth, clearing, index changes) and the count of recoveries.
@@ -174,14 +162,10 @@ struct DeadRooms {
     /// The shared state as this process left it when it last released the writer lock with rooms
     /// listed: another process that wrote since makes the list unreliable.
     var stateAtRelease: CacheStore.WriterStateMark?
-    /// Records this process placed in the room of a dead entry, for the tests.
-    var placedCount = 0
-    /// Off only in tests of the ring's own reuse of room, which large records meet when no listed
-    /// room fits them.
+    /// Whether large records take listed rooms. Off only in tests (`CacheStore.reusesDeadRoom`).
     var isEnabled = true
     /// Whether a record that fits the room of the entry it replaces is written there
-    /// (`CacheStore.rewrite`). Off only in tests of the ring's own reuse of room, which values
-    /// that change size meet.
+    /// (`CacheStore.rewrite`). Off only in tests (`CacheStore.rewritesInPlace`).
     var rewritesInPlace = true
     /// Where a large value is compressed before it is placed (`CacheStore.put`), when a room of
     /// its compressed size may be listed; grown as needed, up to `largestPrecompressed` bytes.

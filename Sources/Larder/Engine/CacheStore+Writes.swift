@@ -64,7 +64,7 @@ extension CacheStore {
         if deadRoom == nil {
             advanceHead(past: min(reserved, footprint(ofRecord: header.totalSize)))
         } else {
-            deadRooms.pointee.placedCount += 1
+            testHooks.recordsPlacedInDeadRoom += 1
         }
 
         // The record is complete; only now does the index point at it. The entry replaced is

@@ -70,32 +70,15 @@ final class CacheStore {
     private var viewGeneration: UInt64 = 0
     private var publishedGeneration: UInt64 = .max
     private(set) var isClosed = false
-    /// Hits and misses of this process not yet added to the file's counters (atomic cells).
-    let localCounters: UnsafeMutablePointer<UInt64>
-    /// An odd index epoch this process's readers waited out their patience on (0: none), an
-    /// atomic cell: its writer died mid-change. Reads do not wait on it again (`writerDied`).
-    let abandonedEpoch: UnsafeMutablePointer<UInt64>
+    /// Counters and flags this store's threads share without a lock.
+    let localWords = LocalWords()
     /// Whether the last open found the file unclean and rebuilt it.
     private(set) var recoveredOnOpen = false
     /// Set while `rebuild()` runs, so that damage it cannot repair is an error, not a loop, and
     /// so that the index changes it makes on the way stay inside its bracket of the index epoch.
     var isRebuilding = false
-    /// Tests only: runs on the opening thread when an open is about to recover the file at the
-    /// path passed. Set while opens of other tests run: read and written under a lock.
-    static var recoveryAtOpenHook: ((String) -> Void)? {
-        get { hookLock.withReadLock { unguardedRecoveryAtOpenHook } }
-        set { hookLock.withWriteLock { unguardedRecoveryAtOpenHook = newValue } }
-    }
-    private static let hookLock = ReadWriteLock()
-    nonisolated(unsafe) private static var unguardedRecoveryAtOpenHook: ((String) -> Void)?
-    /// Tests only: runs in each step of a listing between its reading of the slots (passed) and
-    /// its checking of the records they name, where a writer of another process may act.
-    var listingStepHook: (([UInt64]) -> Void)?
-    /// Live records this handle passed where they lay below the capacity (`passInPlace`), and
-    /// laps of the ring it gave up (`passRestOfRing`): rare enough that a test must know it
-    /// reached them.
-    var recordsPassedInPlace = 0
-    var lapsGivenUp = 0
+    /// What tests watch and steer (CacheStore+Testing.swift).
+    let testHooks = EngineTestHooks()
     /// The largest record this handle passed in place: the room kept in front of the head
     /// grows to take it next time (`slack(for:)`), so that a large record among small ones
     /// moves instead of being passed, with the free bytes before it padded, lap after lap.
@@ -112,9 +95,6 @@ final class CacheStore {
     let readers: ReaderTable
     /// The view this process's readers take without a lock (see `publishView()`).
     let publishedView: PublishedView
-    /// Set when `close()` begins: readers take no lock, and one still lending a value then must
-    /// not give its pin back (see `unpin(_:)` in the reads).
-    let closing = AtomicWord()
     /// Maps fresh pages ahead of the head in the background (nil for read-only handles and where
     /// the system cannot).
     let pageWarmer: PageWarmer?
@@ -125,8 +105,6 @@ final class CacheStore {
     /// the parent. See `isInheritedAcrossFork`. (The readers' pins carry the ID of the process
     /// that opened the store, for the same reason: `ReaderTable.processID`.)
     let forkGeneration: UInt64
-    /// Set once a child forked after the open has given up its copy of the file's descriptor.
-    private let inheritedDescriptorReleased = AtomicWord()
 
     var path: String { file.path }
     var capacity: Int { meta.capacity }
@@ -146,10 +124,6 @@ final class CacheStore {
         self.readers = ReaderTable(state: state, pageSize: meta.pageSize, processID: UInt64(SystemCall.processID()),
                                    tag: file.mappingTag)
         self.publishedView = PublishedView(base: file.viewBase, ringStart: ringStart, seed: meta.checksumSeed)
-        self.localCounters = .allocate(capacity: 2)
-        localCounters.initialize(repeating: 0, count: 2)
-        self.abandonedEpoch = .allocate(capacity: 1)
-        abandonedEpoch.initialize(to: 0)
         self.deadRooms = .allocate(capacity: 1)
         deadRooms.initialize(to: DeadRooms())
         // A placeholder until `attachTables()` finds the real ones.
@@ -162,8 +136,6 @@ final class CacheStore {
     private let scratchPlaceholder: UnsafeMutablePointer<UInt64>
 
     deinit {
-        localCounters.deallocate()
-        abandonedEpoch.deallocate()
         deadRooms.pointee.deallocateScratch()
         deadRooms.deinitialize(count: 1)
         deadRooms.deallocate()
@@ -392,7 +364,7 @@ final class CacheStore {
             // opens it (and ends any change it finds, 7.2): what the file says now stands.
             let othersWrite = try descriptor.isLockedByOthers(byte: LockByte.writers)
             if !othersWrite && store.state.indexEpoch & 1 != 0 {
-                lrd_store_relaxed_u64(store.abandonedEpoch, store.state.indexEpoch)
+                lrd_store_relaxed_u64(store.localWords.pointer(.abandonedEpoch), store.state.indexEpoch)
             }
             if (try? store.attachTables()) == nil {
                 guard othersWrite else {
@@ -422,7 +394,7 @@ final class CacheStore {
         // write (`acquireWriterLock`): opening a clean file then waits for no disk.
         if !usable || metaChanged || renumber { try store.markInUse() }
         if !usable {
-            recoveryAtOpenHook?(store.path)
+            EngineTestHooks.recoveryAtOpen?(store.path)
             try store.rebuild()
             store.recoveredOnOpen = true
         } else {
@@ -712,8 +684,8 @@ final class CacheStore {
 
     /// Folds this process's counters into the file's. Under the writer lock.
     func foldCounters() {
-        let hits = lrd_exchange_u64(localCounters, 0)
-        let misses = lrd_exchange_u64(localCounters + 1, 0)
+        let hits = localWords.take(.hits)
+        let misses = localWords.take(.misses)
         state.add(hits, to: .hits)
         state.add(misses, to: .misses)
     }
@@ -738,7 +710,7 @@ final class CacheStore {
     /// alone with the file again (to mark it clean, compact or shrink it) until the child ended.
     /// The mapping stays, for whatever still holds the store.
     func releaseInheritedDescriptor() {
-        guard isInheritedAcrossFork, lrd_cas_u64(inheritedDescriptorReleased.pointer, 0, 1) != 0 else { return }
+        guard isInheritedAcrossFork, lrd_cas_u64(localWords.pointer(.descriptorReleased), 0, 1) != 0 else { return }
         file.descriptor.retire()
     }
 
@@ -748,7 +720,7 @@ final class CacheStore {
         guard !isClosed else { return }
         defer { isClosed = true }
         guard !isInheritedAcrossFork else { return }
-        lrd_store_seq_cst_u64(closing.pointer, 1)
+        lrd_store_seq_cst_u64(localWords.pointer(.closing), 1)
         let descriptor = file.descriptor
         _ = try? descriptor.lock(byte: LockByte.transition, isReadOnly ? .shared : .exclusive, wait: true)
         defer {

@@ -115,7 +115,7 @@ extension CacheStore {
     /// bit. False when the head cannot reach the tail.
     private func passInPlace(at tail: Int, size: Int) -> Bool {
         guard moveHeadUpToTail() else { return false }
-        recordsPassedInPlace += 1
+        testHooks.recordsPassedInPlace += 1
         largestRecordPassedInPlace = max(largestRecordPassedInPlace, size)
         // The span, the whole ring since the head reached the tail, keeps its length.
         state.head = tail + size
@@ -134,7 +134,7 @@ extension CacheStore {
     /// False when the head cannot reach the tail.
     private func passRestOfRing() -> Bool {
         guard moveHeadUpToTail() else { return false }
-        lapsGivenUp += 1
+        testHooks.lapsGivenUp += 1
         deadRooms.pointee.list.tailPassed(ringEnd - state.tail)
         // The span, the whole ring since the head reached the tail, keeps its length.
         state.head = ringEnd
