@@ -11,6 +11,48 @@
 /// (DeadRoomReuse.swift).
 ///
 /// Index segments are islands: neither head nor tail ever writes over or moves a live one.
+///
+/// `RingAllocator` holds what one store's allocator knows beyond the shared state; the methods
+/// below, on `CacheStore`, place records with it.
+///
+/// Invariants, checked in debug builds by `checkInvariants()`:
+/// - `layout` is derived from the meta copy the store has now (`adopt`);
+/// - `largestRecordPassedInPlace` is 0 or the size of a record, a multiple of 16 bytes.
+struct RingAllocator {
+    /// Index segments, slack and the largest placeable record, from the meta copy.
+    private(set) var layout: RingLayout
+    /// The rooms of large dead entries this process knows to be in the span (DeadRoomReuse.swift).
+    var deadRooms = DeadRooms()
+    /// The largest record the tail passed in place: the room kept in front of the head grows to
+    /// take it next time (`slack(for:)`), so that it moves instead of being passed lap after lap.
+    var largestRecordPassedInPlace = 0
+
+    init(meta: Meta, ringStart: Int) {
+        layout = RingLayout(meta: meta, ringStart: ringStart)
+    }
+
+    /// Takes up a new meta copy: its index segments and file size.
+    mutating func adopt(_ meta: Meta, ringStart: Int) {
+        layout = RingLayout(meta: meta, ringStart: ringStart)
+        checkInvariants()
+    }
+
+    /// Notes a record of `size` bytes the tail passed in place.
+    mutating func notePassedInPlace(size: Int) {
+        largestRecordPassedInPlace = max(largestRecordPassedInPlace, size)
+        checkInvariants()
+    }
+
+    @inline(__always)
+    func checkInvariants() {
+        #if DEBUG
+        precondition(largestRecordPassedInPlace >= 0 && largestRecordPassedInPlace % FileLayout.recordAlignment == 0,
+                     "not the size of a record")
+        precondition(layout.islandBytes >= 0 && layout.reclaimSlack >= 0, "a negative layout")
+        #endif
+    }
+}
+
 extension CacheStore {
     /// What ends the free run in front of the head.
     enum Obstacle: Equatable {
@@ -125,7 +167,7 @@ extension CacheStore {
         let usable = usableRingBytes - (capacity - ringEnd)
         let attainable = (usable - live - size - fixed) / 2
         // A record that had to be passed in place for want of room asks for room next time.
-        let extra = max(2 * min(size, usable / 8), min(largestRecordPassedInPlace, usable / 4))
+        let extra = max(2 * min(size, usable / 8), min(allocator.value.largestRecordPassedInPlace, usable / 4))
         return fixed + max(0, min(extra, attainable))
     }
 

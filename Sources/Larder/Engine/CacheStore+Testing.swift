@@ -17,13 +17,13 @@ extension CacheStore {
     /// Off only in tests of the ring's own reuse of room, which large records meet when no listed
     /// room fits them.
     var reusesDeadRoom: Bool {
-        get { deadRooms.pointee.isEnabled }
-        set { deadRooms.pointee.isEnabled = newValue }
+        get { allocator.value.deadRooms.isEnabled }
+        set { allocator.value.deadRooms.isEnabled = newValue }
     }
 
     /// Off only in tests of the ring's own reuse of room, which values that change size meet.
     var rewritesInPlace: Bool {
-        get { deadRooms.pointee.rewritesInPlace }
-        set { deadRooms.pointee.rewritesInPlace = newValue }
+        get { allocator.value.deadRooms.rewritesInPlace }
+        set { allocator.value.deadRooms.rewritesInPlace = newValue }
     }
 }

@@ -13,9 +13,12 @@ import CLarderSupport
 /// lock and everything else under an exclusive one. Readers change nothing but access bits and
 /// process-local counters, both atomically.
 ///
-/// The engine is split by concern: opening and closing (here), the ring allocator (Allocator/),
-/// eviction (Eviction/), index maintenance (Index/), recovery (Recovery/), reads and writes
-/// (Engine/).
+/// The store composes the parts that own their state: the mapped file (`MappedFile`), the
+/// shared-state page (`SharedState`), the reader slots (`ReaderTable`), the index tables
+/// (`CacheIndex`), the allocator's knowledge (`RingAllocator`) and the process-local words
+/// (`LocalWords`). It keeps the locking and the open and close life cycle (here). The work on
+/// them is split by concern: the ring allocator (Allocator/), eviction (Eviction/), index
+/// maintenance (Index/), recovery (Recovery/), reads and writes (Engine/).
 final class CacheStore {
     struct Configuration {
         /// Bytes; nil keeps the file's capacity (or uses the default when creating).
@@ -24,13 +27,11 @@ final class CacheStore {
         var readOnly: Bool
         var permissions: UInt16
         /// False while this process has the file open in the other mode: then no open may
-        /// rename a smaller copy over it. (Its locks tell it that it is not alone with the file
-        /// too; this says so before any lock is taken.)
+        /// rename a smaller copy over it. This says so before any lock is taken.
         var mayReplaceFile = true
-        /// False: an open that would wait for another process to finish opening, closing,
-        /// repairing or compacting the file throws `LarderError.otherProcessInTransition` instead,
-        /// holding nothing, so that its caller can wait without its own locks
-        /// (`waitForOtherProcesses`).
+        /// False: an open that would wait for another process's open, close, repair or compaction
+        /// throws `LarderError.otherProcessInTransition` instead, holding nothing. Its caller
+        /// then waits without its own locks (`waitForOtherProcesses`).
         var waitsForOtherProcesses = true
     }
 
@@ -56,15 +57,21 @@ final class CacheStore {
     let isReadOnly: Bool
     var meta: Meta {
         didSet {
-            layout = RingLayout(meta: meta, ringStart: ringStart)
+            allocator.value.adopt(meta, ringStart: ringStart)
             viewGeneration &+= 1
         }
     }
+    /// What the ring allocator knows beyond the shared state (Allocator/RingAllocator.swift).
+    let allocator: StateCell<RingAllocator>
     /// What the ring allocator derives from `meta`, kept up to date with it.
-    private(set) var layout: RingLayout
+    var layout: RingLayout { allocator.value.layout }
     let state: SharedState
-    var active: HashTable { didSet { viewGeneration &+= 1 } }
-    var draining: HashTable? { didSet { viewGeneration &+= 1 } }
+    /// The index tables as this process has them (Index/CacheIndex.swift). Replaced whole, never
+    /// changed in place: every access is then instantaneous, and the optimizer drops its
+    /// run-time exclusivity checks.
+    var cacheIndex = CacheIndex() { didSet { viewGeneration &+= 1 } }
+    var active: HashTable { cacheIndex.active }
+    var draining: HashTable? { cacheIndex.draining }
     /// Moves whenever something `currentView` reads changes (the meta copy, whose file size every
     /// growth updates, the tables, the change counter), so that publishing can skip unchanged views.
     private var viewGeneration: UInt64 = 0
@@ -74,20 +81,11 @@ final class CacheStore {
     let localWords = LocalWords()
     /// Whether the last open found the file unclean and rebuilt it.
     private(set) var recoveredOnOpen = false
-    /// Set while `rebuild()` runs, so that damage it cannot repair is an error, not a loop, and
-    /// so that the index changes it makes on the way stay inside its bracket of the index epoch.
+    /// Set while `rebuild()` runs. Damage it cannot repair is then an error, not a loop, and its
+    /// index changes stay inside its own bracket of the index epoch.
     var isRebuilding = false
     /// What tests watch and steer (CacheStore+Testing.swift).
     let testHooks = EngineTestHooks()
-    /// The largest record this handle passed in place: the room kept in front of the head
-    /// grows to take it next time (`slack(for:)`), so that a large record among small ones
-    /// moves instead of being passed, with the free bytes before it padded, lap after lap.
-    var largestRecordPassedInPlace = 0
-    /// The room of large dead entries this process knows to be in the span (Allocator/), held
-    /// through a pointer like the counters above: the write path looks at it on every write, and
-    /// a stored property of a class is checked for exclusive access at run time on each access
-    /// (some 80 instructions, a tenth of a small put's).
-    let deadRooms: UnsafeMutablePointer<DeadRooms>
     /// The shared-state change counter this process's view (meta copy, tables, file size) was
     /// taken at; another process that writes the meta page bumps the counter.
     private(set) var viewChangeCounter: UInt64 = 0 { didSet { viewGeneration &+= 1 } }
@@ -98,12 +96,9 @@ final class CacheStore {
     /// Maps fresh pages ahead of the head in the background (nil for read-only handles and where
     /// the system cannot).
     let pageWarmer: PageWarmer?
-    /// The count of forks (`lrd_fork_generation`) the process descended by when it opened the
-    /// store. A child forked after the open inherits the store but not the right to use it: its
-    /// file's locks are the parent's (on Linux, locks of an open file description, which parent
-    /// and child share; elsewhere the child has none), and a close or a write there would act for
-    /// the parent. See `isInheritedAcrossFork`. (The readers' pins carry the ID of the process
-    /// that opened the store, for the same reason: `ReaderTable.processID`.)
+    /// The count of forks (`lrd_fork_generation`) when the store was opened. A child forked
+    /// later inherits the store but not its locks, which stay the parent's: it may not use it
+    /// (`isInheritedAcrossFork`).
     let forkGeneration: UInt64
 
     var path: String { file.path }
@@ -116,7 +111,7 @@ final class CacheStore {
         self.meta = meta
         self.pageSize = meta.pageSize
         self.ringStart = FileLayout.dataStart(pageSize: meta.pageSize)
-        self.layout = RingLayout(meta: meta, ringStart: ringStart)
+        self.allocator = StateCell(RingAllocator(meta: meta, ringStart: ringStart))
         self.isReadOnly = readOnly
         self.pageWarmer = PageWarmer.warming(file)
         self.state = SharedState(file: file, pageSize: meta.pageSize)
@@ -124,22 +119,11 @@ final class CacheStore {
         self.readers = ReaderTable(state: state, pageSize: meta.pageSize, processID: UInt64(SystemCall.processID()),
                                    tag: file.mappingTag)
         self.publishedView = PublishedView(base: file.viewBase, ringStart: ringStart, seed: meta.checksumSeed)
-        self.deadRooms = .allocate(capacity: 1)
-        deadRooms.initialize(to: DeadRooms())
-        // A placeholder until `attachTables()` finds the real ones.
-        self.scratchPlaceholder = .allocate(capacity: HashTable.minimumSlotCount)
-        scratchPlaceholder.initialize(repeating: 0, count: HashTable.minimumSlotCount)
-        self.active = HashTable(slots: scratchPlaceholder, slotCount: HashTable.minimumSlotCount)
-        self.draining = nil
     }
-    /// An empty table that is the index whenever there is no other (see `detachTables()`).
-    private let scratchPlaceholder: UnsafeMutablePointer<UInt64>
 
     deinit {
-        deadRooms.pointee.deallocateScratch()
-        deadRooms.deinitialize(count: 1)
-        deadRooms.deallocate()
-        scratchPlaceholder.deallocate()
+        allocator.value.deadRooms.deallocateScratch()
+        cacheIndex.deallocate()
     }
 
     // MARK: - Opening
@@ -479,25 +463,8 @@ final class CacheStore {
 
     /// Finds the index tables the meta page names, checking their segment headers.
     func attachTables() throws(LarderError) {
-        guard let table = IndexSegment.table(in: file, at: meta.activeIndex, pageSize: pageSize, seed: seed) else {
-            throw LarderError(.corrupt, "the index segment at offset \(meta.activeIndex.offset) is damaged", path: path)
-        }
-        var old: HashTable?
-        if meta.drainingIndex.exists {
-            guard let drained = IndexSegment.table(in: file, at: meta.drainingIndex, pageSize: pageSize, seed: seed) else {
-                throw LarderError(.corrupt, "the index segment at offset \(meta.drainingIndex.offset) is damaged", path: path)
-            }
-            old = drained
-        }
-        // Both found: only now does the view change.
-        active = table
-        draining = old
-    }
-
-    /// Makes the index the empty placeholder table: memory that lives as long as this store.
-    func detachTables() {
-        active = HashTable(slots: scratchPlaceholder, slotCount: HashTable.minimumSlotCount)
-        draining = nil
+        let index = cacheIndex
+        cacheIndex = try index.attached(in: file, meta: meta)
     }
 
     /// Clears the clean flag durably before any change, so that a crash from here on is noticed.

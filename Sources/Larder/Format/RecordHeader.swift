@@ -48,10 +48,9 @@ struct RecordHeader: Equatable {
     /// no count from there reaches the limit (2^61 writes at ten million a second take 7,000
     /// years), so what it writes stays valid whatever a hostile file held.
     static let trustedSequenceLimit: UInt64 = 1 << 61
-    /// A writer that takes the writer lock counts on from a next sequence of at most this, checked
-    /// each time: writers count on from what an open trusted (past the trusted limit, if need be),
-    /// and no one hold of the lock writes 2^32 records, so every number it takes stays below the
-    /// limit, whatever a process that broke the format left in the shared state.
+    /// The highest next sequence a writer counts on from after taking the writer lock, checked
+    /// each time. No one hold of the lock writes 2^32 records, so every number it takes stays
+    /// below the limit, whatever the shared state held.
     static let heldSequenceLimit: UInt64 = sequenceLimit - (1 << 32)
     /// Recovery keeps only records numbered below half of that again, so that the numbers it
     /// leaves, its own index segment's among them, are trusted at the next open: a hostile record
