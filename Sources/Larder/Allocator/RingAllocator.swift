@@ -149,16 +149,15 @@ extension CacheStore {
     var headIsBehindTail: Bool { state.spanBytes > 0 && state.tail >= state.head }
 
     /// The free bytes to keep in front of the head beyond a record of `size`, in a ring of the
-    /// file's present size. While the live data is below the compaction threshold (always, below
-    /// the capacity) nothing should be evicted: the fixed slack is then joined by up to twice
-    /// the record's own size (at most a quarter of the ring), so that records about as large as
-    /// the ones being written find a contiguous run to be relocated to when the tail reaches
-    /// them (free bytes may be split by the ring's end); with the fixed slack alone, 1 MiB values
-    /// in a cache a third full lost keys. The extra room is only asked for as far as reclaiming
-    /// dead records can give it, with a margin: relocating a live record leaves the room in
-    /// front of the head as it was, so asking for more than the ring holds beyond its live data
-    /// could only be met by evicting. A fuller cache evicts what was not read anyway and keeps
-    /// its room for values.
+    /// file's present size.
+    ///
+    /// While the live data is below the compaction threshold (always, below the capacity),
+    /// nothing should be evicted. The fixed slack is then joined by up to twice the record's own
+    /// size, at most a quarter of the ring. Records about as large as the ones being written then
+    /// find a contiguous run to be relocated to when the tail reaches them. The extra room is
+    /// asked for only as far as reclaiming dead records can give it, with a margin: more could
+    /// only be met by evicting. A fuller cache evicts what was not read and keeps its room for
+    /// values.
     private func slack(for size: Int) -> Int {
         let fixed = RingLayout.fixedSlack(ringBytes: ringEnd - ringStart)
         let live = state.liveRecordBytes

@@ -13,13 +13,14 @@ import Foundation
 ///
 /// There the kernel keeps one lock per byte for the whole process, whatever descriptor took it,
 /// and closing any descriptor of a file drops all of them. A process with a read-only and a
-/// read-write store of one file, or that inspects or repairs a file it has open, holds two
-/// descriptors of it; on its own, the kernel would let the first one's close, or its unlock of
-/// the users byte both hold, drop the other's locks (another process could then take the file
-/// for a sole writer and recover it under a running writer), would answer a sole writer's test
-/// of the users byte with "alone" although the process's read-only store maps the file, and
-/// would let a compaction rewrite a file the process has open. SQLite keeps a table of the same
-/// kind for the same reason (`unixInodeInfo`).
+/// read-write store of one file holds two descriptors of it, as does one that inspects or
+/// repairs a file it has open. Left to the kernel:
+/// - the first descriptor's close, or its unlock of a byte both hold, would drop the other's
+///   locks, and another process could recover the file under a running writer;
+/// - a sole writer's test of the users byte would answer "alone" while the process's read-only
+///   store maps the file;
+/// - a compaction could rewrite a file the process has open.
+/// SQLite keeps a table of the same kind for the same reason (`unixInodeInfo`).
 ///
 /// So every descriptor the library opens is registered here, by device and inode, and its
 /// locks go through the table, which knows what each sibling holds:

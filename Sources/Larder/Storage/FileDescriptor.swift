@@ -157,15 +157,15 @@ struct FileDescriptor {
         return rc == 1
     }
 
-    /// Closes the file but keeps the number, which names `/dev/null` until `close()`. Where locks
-    /// belong to the process (Apple platforms), closing any descriptor of a file drops every lock
-    /// the process holds on it: a store's descriptor closed only when its last `Cache` goes away,
-    /// which may be long after the store closed and the process opened the file anew, would drop
-    /// the new store's locks. A closing store retires its descriptor instead, before the
-    /// registry forgets it, while its mapping, which needs none, lives on. The number stays taken so
-    /// that nothing still holding it can reach a file opened later under the same number. (Where
-    /// the process has the file open on another descriptor meanwhile, the number goes on naming
-    /// the file until that one goes, and is pointed at `/dev/null` only then: `ProcessLockTable`.)
+    /// Closes the file but keeps the number, which names `/dev/null` until `close()`.
+    ///
+    /// Where locks belong to the process (Apple platforms), closing any descriptor of a file
+    /// drops every lock the process holds on it. A store's descriptor closed only when its last
+    /// `Cache` goes away would drop the locks of a store opened on the file since. So a closing
+    /// store retires its descriptor instead; its mapping needs none. The number stays taken, so
+    /// that nothing still holding it reaches a file opened later under that number. Where the
+    /// process has the file open on another descriptor, the number names the file until that
+    /// one goes (`ProcessLockTable`).
     func retire() {
         if Self.locksBelongToDescriptors {
             _ = lrd_retire_descriptor(rawValue)
