@@ -509,9 +509,10 @@ final class CacheStore {
 
     /// The view of the file readers look through, as this process has it now.
     var currentView: ReadView {
-        ReadView(base: file.viewBase, limit: min(ringEnd, file.size), ringStart: ringStart, seed: seed,
-                 firstValidSequence: meta.firstValidSequence, active: active, draining: draining,
-                 changeCounter: viewChangeCounter)
+        let index = cacheIndex
+        return ReadView(base: file.viewBase, limit: min(ringEnd, file.size), ringStart: ringStart, seed: seed,
+                        firstValidSequence: meta.firstValidSequence, active: index.active, draining: index.draining,
+                        changeCounter: viewChangeCounter)
     }
 
     /// Lets this process's readers see the file as this writer left it. Under the exclusive

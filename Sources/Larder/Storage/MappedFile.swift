@@ -19,6 +19,8 @@ import CLarderSupport
 /// file itself is shorter: the file then grows in place and the mapping never moves, so no pointer
 /// handed out inside one process is ever invalidated by growth. Bytes at or past `size` are never
 /// touched (that would be SIGBUS); every accessor checks its range against `size`.
+///
+/// Invariant, checked in debug builds by `checkInvariants()`: `0 <= size <= mappedLength`.
 final class MappedFile {
     let descriptor: FileDescriptor
     var path: String { descriptor.path }
@@ -60,6 +62,13 @@ final class MappedFile {
     func adoptSize(_ newSize: Int) {
         precondition(newSize >= 0 && newSize <= mappedLength)
         size = newSize
+        checkInvariants()
+    }
+
+    private func checkInvariants() {
+        #if DEBUG
+        precondition(size >= 0 && size <= mappedLength, "the file's size is outside the mapping")
+        #endif
     }
 
     /// Cuts the file on disk back to `end` (the ring's end) when it is longer. What lies past the
@@ -76,6 +85,7 @@ final class MappedFile {
             throw error.at(path)
         }
         size = min(size, end)
+        checkInvariants()
     }
 
     /// Makes the file `newSize` bytes long with disk space reserved for all of it, so that later
@@ -94,6 +104,7 @@ final class MappedFile {
             throw SystemCall.error("reserve \(newSize - size) bytes", errno: rc).at(path)
         }
         size = newSize
+        checkInvariants()
     }
 
     /// Reserves disk space for the holes in the file's first `size` bytes (a file copied sparse),
