@@ -304,7 +304,7 @@ struct MultiProcessTests {
         for key in 0..<3 { try cache.set(large, forKey: "k\(key)") }
         try cache.set(large, forKey: "k0")
         let store = cache.store
-        #expect(!store.deadRooms.pointee.list.isEmpty)
+        #expect(!store.allocator.value.deadRooms.list.isEmpty)
         // As if another process wrote (a record, a meta change), and the meta pages could not be
         // read while this one took the lock: the lock is given back with an error.
         let pageSize = store.pageSize
@@ -316,7 +316,7 @@ struct MultiProcessTests {
         metaPages.withUnsafeBytes { store.file.mutableBytes(at: 0, count: 2 * pageSize).copyMemory(from: $0) }
         // The other process's changes were there to see: the rooms must not outlive them.
         try cache.set([2], forKey: "y")
-        #expect(store.deadRooms.pointee.list.isEmpty)
+        #expect(store.allocator.value.deadRooms.list.isEmpty)
     }
 
     /// Writes and reads (and removes, if `removing`) for a while; exits with failure at the first

@@ -5,18 +5,6 @@
 /// long it stays. At the capacity the ring's order is the CLOCK order, and a new record placed
 /// near the tail would be the next to go.
 extension CacheStore {
-    var recordsPlacedInDeadRoom: Int { deadRooms.pointee.placedCount }
-
-    var reusesDeadRoom: Bool {
-        get { deadRooms.pointee.isEnabled }
-        set { deadRooms.pointee.isEnabled = newValue }
-    }
-
-    var rewritesInPlace: Bool {
-        get { deadRooms.pointee.rewritesInPlace }
-        set { deadRooms.pointee.rewritesInPlace = newValue }
-    }
-
     /// What a write of another process would change: the head, the tail and the span (its ring
     /// moves), the next sequence number (every record it writes), the change counter (its meta
     /// writes: growth, clearing, index changes) and the count of recoveries.
@@ -39,16 +27,16 @@ extension CacheStore {
     /// over them, which leaves their headers in place but out of the ring's walk).
     @inline(__always)
     func forgetDeadRoomIfOthersWrote() {
-        guard !deadRooms.pointee.list.isEmpty,
-              deadRooms.pointee.stateAtRelease != WriterStateMark(state) else { return }
-        deadRooms.pointee.list.removeAll()
+        guard !allocator.value.deadRooms.list.isEmpty,
+              allocator.value.deadRooms.stateAtRelease != WriterStateMark(state) else { return }
+        allocator.value.deadRooms.list.removeAll()
     }
 
     /// Writer, on releasing the writer lock.
     @inline(__always)
     func noteWriterStateAtRelease() {
         // With no rooms listed the mark does not matter: it is taken again before any is used.
-        if !deadRooms.pointee.list.isEmpty { deadRooms.pointee.stateAtRelease = WriterStateMark(state) }
+        if !allocator.value.deadRooms.list.isEmpty { allocator.value.deadRooms.stateAtRelease = WriterStateMark(state) }
     }
 
     /// The bytes a record of `size` takes at the head, its padding included. Below the capacity,
@@ -75,7 +63,7 @@ extension CacheStore {
     /// at when the room is taken (reading it now would cost every removal a cache miss).
     private func listDeadRoom(at offset: Int, header: RecordHeader) {
         guard ringEnd < capacity, let distance = distanceInSpan(of: offset, size: header.totalSize) else { return }
-        deadRooms.pointee.list.add(offset: offset, size: header.totalSize, sequence: header.sequence,
+        allocator.value.deadRooms.list.add(offset: offset, size: header.totalSize, sequence: header.sequence,
                                    tailDistance: distance)
     }
 
@@ -93,7 +81,7 @@ extension CacheStore {
     }
 
     /// Whether rooms are taken at all: below the capacity, unless a test turned it off.
-    private var takesDeadRoom: Bool { ringEnd < capacity && deadRooms.pointee.isEnabled }
+    private var takesDeadRoom: Bool { ringEnd < capacity && allocator.value.deadRooms.isEnabled }
 
     /// With rooms listed, a large value to compress (`size` bytes: LZ4's bound) is compressed
     /// into memory before it is placed, so that it looks for a room of its compressed size, not
@@ -103,8 +91,8 @@ extension CacheStore {
     func compressedAhead(_ value: UnsafeRawBufferPointer, keyLength: Int, size: Int)
         -> (stored: UnsafeRawBufferPointer, flags: UInt8)? {
         guard size >= FreeList.minimumRecordSize, size <= DeadRooms.largestPrecompressed,
-              !deadRooms.pointee.list.isEmpty, takesDeadRoom else { return nil }
-        let scratch = deadRooms.pointee.compressionScratch(count: size - RecordHeader.size - keyLength)
+              !allocator.value.deadRooms.list.isEmpty, takesDeadRoom else { return nil }
+        let scratch = allocator.value.deadRooms.compressionScratch(count: size - RecordHeader.size - keyLength)
         guard let compressed = LZ4Codec.compress(value, into: scratch) else { return (value, 0) }
         return (UnsafeRawBufferPointer(rebasing: scratch[..<compressed]), RecordHeader.compressedFlag)
     }
@@ -119,12 +107,12 @@ extension CacheStore {
 
     private func takeListedRoom(for size: Int) -> (offset: Int, size: Int)? {
         guard takesDeadRoom else {
-            deadRooms.pointee.list.removeAll()
+            allocator.value.deadRooms.list.removeAll()
             return nil
         }
         // Each try takes a room out of the list: a few, then the head.
         for _ in 0..<4 {
-            guard let (room, roomSize) = deadRooms.pointee.list.take(atLeast: size, sizeOf: deadEntrySize) else { return nil }
+            guard let (room, roomSize) = allocator.value.deadRooms.list.take(atLeast: size, sizeOf: deadEntrySize) else { return nil }
             if !isPinned(room.offset, roomSize) { return (room.offset, roomSize) }
         }
         return nil
@@ -174,14 +162,10 @@ struct DeadRooms {
     /// The shared state as this process left it when it last released the writer lock with rooms
     /// listed: another process that wrote since makes the list unreliable.
     var stateAtRelease: CacheStore.WriterStateMark?
-    /// Records this process placed in the room of a dead entry, for the tests.
-    var placedCount = 0
-    /// Off only in tests of the ring's own reuse of room, which large records meet when no listed
-    /// room fits them.
+    /// Whether large records take listed rooms. Off only in tests (`CacheStore.reusesDeadRoom`).
     var isEnabled = true
     /// Whether a record that fits the room of the entry it replaces is written there
-    /// (`CacheStore.rewrite`). Off only in tests of the ring's own reuse of room, which values
-    /// that change size meet.
+    /// (`CacheStore.rewrite`). Off only in tests (`CacheStore.rewritesInPlace`).
     var rewritesInPlace = true
     /// Where a large value is compressed before it is placed (`CacheStore.put`), when a room of
     /// its compressed size may be listed; grown as needed, up to `largestPrecompressed` bytes.

@@ -11,6 +11,48 @@
 /// (DeadRoomReuse.swift).
 ///
 /// Index segments are islands: neither head nor tail ever writes over or moves a live one.
+///
+/// `RingAllocator` holds what one store's allocator knows beyond the shared state; the methods
+/// below, on `CacheStore`, place records with it.
+///
+/// Invariants, checked in debug builds by `checkInvariants()`:
+/// - `layout` is derived from the meta copy the store has now (`adopt`);
+/// - `largestRecordPassedInPlace` is 0 or the size of a record, a multiple of 16 bytes.
+struct RingAllocator {
+    /// Index segments, slack and the largest placeable record, from the meta copy.
+    private(set) var layout: RingLayout
+    /// The rooms of large dead entries this process knows to be in the span (DeadRoomReuse.swift).
+    var deadRooms = DeadRooms()
+    /// The largest record the tail passed in place: the room kept in front of the head grows to
+    /// take it next time (`slack(for:)`), so that it moves instead of being passed lap after lap.
+    var largestRecordPassedInPlace = 0
+
+    init(meta: Meta, ringStart: Int) {
+        layout = RingLayout(meta: meta, ringStart: ringStart)
+    }
+
+    /// Takes up a new meta copy: its index segments and file size.
+    mutating func adopt(_ meta: Meta, ringStart: Int) {
+        layout = RingLayout(meta: meta, ringStart: ringStart)
+        checkInvariants()
+    }
+
+    /// Notes a record of `size` bytes the tail passed in place.
+    mutating func notePassedInPlace(size: Int) {
+        largestRecordPassedInPlace = max(largestRecordPassedInPlace, size)
+        checkInvariants()
+    }
+
+    @inline(__always)
+    func checkInvariants() {
+        #if DEBUG
+        precondition(largestRecordPassedInPlace >= 0 && largestRecordPassedInPlace % FileLayout.recordAlignment == 0,
+                     "not the size of a record")
+        precondition(layout.islandBytes >= 0 && layout.reclaimSlack >= 0, "a negative layout")
+        #endif
+    }
+}
+
 extension CacheStore {
     /// What ends the free run in front of the head.
     enum Obstacle: Equatable {
@@ -107,16 +149,15 @@ extension CacheStore {
     var headIsBehindTail: Bool { state.spanBytes > 0 && state.tail >= state.head }
 
     /// The free bytes to keep in front of the head beyond a record of `size`, in a ring of the
-    /// file's present size. While the live data is below the compaction threshold (always, below
-    /// the capacity) nothing should be evicted: the fixed slack is then joined by up to twice
-    /// the record's own size (at most a quarter of the ring), so that records about as large as
-    /// the ones being written find a contiguous run to be relocated to when the tail reaches
-    /// them (free bytes may be split by the ring's end); with the fixed slack alone, 1 MiB values
-    /// in a cache a third full lost keys. The extra room is only asked for as far as reclaiming
-    /// dead records can give it, with a margin: relocating a live record leaves the room in
-    /// front of the head as it was, so asking for more than the ring holds beyond its live data
-    /// could only be met by evicting. A fuller cache evicts what was not read anyway and keeps
-    /// its room for values.
+    /// file's present size.
+    ///
+    /// While the live data is below the compaction threshold (always, below the capacity),
+    /// nothing should be evicted. The fixed slack is then joined by up to twice the record's own
+    /// size, at most a quarter of the ring. Records about as large as the ones being written then
+    /// find a contiguous run to be relocated to when the tail reaches them. The extra room is
+    /// asked for only as far as reclaiming dead records can give it, with a margin: more could
+    /// only be met by evicting. A fuller cache evicts what was not read and keeps its room for
+    /// values.
     private func slack(for size: Int) -> Int {
         let fixed = RingLayout.fixedSlack(ringBytes: ringEnd - ringStart)
         let live = state.liveRecordBytes
@@ -125,7 +166,7 @@ extension CacheStore {
         let usable = usableRingBytes - (capacity - ringEnd)
         let attainable = (usable - live - size - fixed) / 2
         // A record that had to be passed in place for want of room asks for room next time.
-        let extra = max(2 * min(size, usable / 8), min(largestRecordPassedInPlace, usable / 4))
+        let extra = max(2 * min(size, usable / 8), min(allocator.value.largestRecordPassedInPlace, usable / 4))
         return fixed + max(0, min(extra, attainable))
     }
 

@@ -123,10 +123,10 @@ extension CacheStore {
     /// on it again. Point reads then answer a miss, listings leave out what it left half written.
     func writerDied(in epoch: UInt64, noting retry: inout Retry) -> Bool {
         guard epoch & 1 != 0 else { return false }
-        if epoch == lrd_load_relaxed_u64(abandonedEpoch) { return true }
+        if epoch == localWords.load(.abandonedEpoch) { return true }
         retry.note(epoch: epoch)
         guard retry.hasWaitedOut(epoch) else { return false }
-        if state.indexEpoch == epoch { lrd_store_relaxed_u64(abandonedEpoch, epoch) }
+        if state.indexEpoch == epoch { lrd_store_relaxed_u64(localWords.pointer(.abandonedEpoch), epoch) }
         return true
     }
 
@@ -162,12 +162,12 @@ extension CacheStore {
     private func countHit(_ found: FoundEntry, in view: ReadView) {
         // A read-only mapping cannot take the access bit: such readers do not count as recency.
         if !isReadOnly { RecordHeader.markVisited(view.base + found.offset, header: found.header) }
-        lrd_fetch_add_u64(localCounters, 1)
+        localWords.increment(.hits)
     }
 
     @inline(__always)
     private func countMiss() {
-        lrd_fetch_add_u64(localCounters + 1, 1)
+        localWords.increment(.misses)
     }
 
     /// Reader: copies the value of `key`, as callers see it (decompressed), into the buffer that
@@ -337,7 +337,7 @@ extension CacheStore {
     private func unpin(_ slot: Int) {
         // A child forked inside the parent's withValue: the pin is the parent's, still lending.
         guard !isInheritedAcrossFork else { return }
-        if lrd_load_seq_cst_u64(closing.pointer) == 0 {
+        if lrd_load_seq_cst_u64(localWords.pointer(.closing)) == 0 {
             readers.unpin(slot)
         } else {
             readers.unpinAfterClose(slot)
@@ -396,8 +396,8 @@ extension CacheStore {
     func counter(_ counter: SharedState.Counter) -> UInt64 {
         let base = isClosed ? 0 : state.counter(counter)
         switch counter {
-        case .hits: return base &+ lrd_load_relaxed_u64(localCounters)
-        case .misses: return base &+ lrd_load_relaxed_u64(localCounters + 1)
+        case .hits: return base &+ localWords.load(.hits)
+        case .misses: return base &+ localWords.load(.misses)
         default: return base
         }
     }

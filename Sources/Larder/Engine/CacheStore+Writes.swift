@@ -64,7 +64,7 @@ extension CacheStore {
         if deadRoom == nil {
             advanceHead(past: min(reserved, footprint(ofRecord: header.totalSize)))
         } else {
-            deadRooms.pointee.placedCount += 1
+            testHooks.recordsPlacedInDeadRoom += 1
         }
 
         // The record is complete; only now does the index point at it. The entry replaced is
@@ -267,7 +267,7 @@ extension CacheStore {
         let removed = state.entryCount
         let oldDraining = meta.drainingIndex
         meta.drainingIndex = .none
-        draining = nil
+        cacheIndex = cacheIndex.withoutDraining()
         state.migrationCursor = 0
         meta.firstValidSequence = state.nextSequence
         beginIndexChange()
@@ -278,7 +278,7 @@ extension CacheStore {
         // written back, would bring the cleared entries back (FORMAT.md 6.6).
         try writeMeta(durable: true)
         try writeMeta(durable: true)
-        deadRooms.pointee.list.removeAll()
+        allocator.value.deadRooms.list.removeAll()
         if oldDraining.exists { RecordHeader.markDead(in: file, at: oldDraining.offset) }
         state.add(UInt64(clamping: removed), to: .removals)
         state.entryCount = 0

@@ -13,9 +13,12 @@ import CLarderSupport
 /// lock and everything else under an exclusive one. Readers change nothing but access bits and
 /// process-local counters, both atomically.
 ///
-/// The engine is split by concern: opening and closing (here), the ring allocator (Allocator/),
-/// eviction (Eviction/), index maintenance (Index/), recovery (Recovery/), reads and writes
-/// (Engine/).
+/// The store composes the parts that own their state: the mapped file (`MappedFile`), the
+/// shared-state page (`SharedState`), the reader slots (`ReaderTable`), the index tables
+/// (`CacheIndex`), the allocator's knowledge (`RingAllocator`) and the process-local words
+/// (`LocalWords`). It keeps the locking and the open and close life cycle (here). The work on
+/// them is split by concern: the ring allocator (Allocator/), eviction (Eviction/), index
+/// maintenance (Index/), recovery (Recovery/), reads and writes (Engine/).
 final class CacheStore {
     struct Configuration {
         /// Bytes; nil keeps the file's capacity (or uses the default when creating).
@@ -24,13 +27,11 @@ final class CacheStore {
         var readOnly: Bool
         var permissions: UInt16
         /// False while this process has the file open in the other mode: then no open may
-        /// rename a smaller copy over it. (Its locks tell it that it is not alone with the file
-        /// too; this says so before any lock is taken.)
+        /// rename a smaller copy over it. This says so before any lock is taken.
         var mayReplaceFile = true
-        /// False: an open that would wait for another process to finish opening, closing,
-        /// repairing or compacting the file throws `LarderError.otherProcessInTransition` instead,
-        /// holding nothing, so that its caller can wait without its own locks
-        /// (`waitForOtherProcesses`).
+        /// False: an open that would wait for another process's open, close, repair or compaction
+        /// throws `LarderError.otherProcessInTransition` instead, holding nothing. Its caller
+        /// then waits without its own locks (`waitForOtherProcesses`).
         var waitsForOtherProcesses = true
     }
 
@@ -56,55 +57,35 @@ final class CacheStore {
     let isReadOnly: Bool
     var meta: Meta {
         didSet {
-            layout = RingLayout(meta: meta, ringStart: ringStart)
+            allocator.value.adopt(meta, ringStart: ringStart)
             viewGeneration &+= 1
         }
     }
+    /// What the ring allocator knows beyond the shared state (Allocator/RingAllocator.swift).
+    let allocator: StateCell<RingAllocator>
     /// What the ring allocator derives from `meta`, kept up to date with it.
-    private(set) var layout: RingLayout
+    var layout: RingLayout { allocator.value.layout }
     let state: SharedState
-    var active: HashTable { didSet { viewGeneration &+= 1 } }
-    var draining: HashTable? { didSet { viewGeneration &+= 1 } }
+    /// The index tables as this process has them (Index/CacheIndex.swift). Replaced whole, never
+    /// changed in place: every access is then instantaneous, and the optimizer drops its
+    /// run-time exclusivity checks.
+    var cacheIndex = CacheIndex() { didSet { viewGeneration &+= 1 } }
+    var active: HashTable { cacheIndex.active }
+    var draining: HashTable? { cacheIndex.draining }
     /// Moves whenever something `currentView` reads changes (the meta copy, whose file size every
     /// growth updates, the tables, the change counter), so that publishing can skip unchanged views.
     private var viewGeneration: UInt64 = 0
     private var publishedGeneration: UInt64 = .max
     private(set) var isClosed = false
-    /// Hits and misses of this process not yet added to the file's counters (atomic cells).
-    let localCounters: UnsafeMutablePointer<UInt64>
-    /// An odd index epoch this process's readers waited out their patience on (0: none), an
-    /// atomic cell: its writer died mid-change. Reads do not wait on it again (`writerDied`).
-    let abandonedEpoch: UnsafeMutablePointer<UInt64>
+    /// Counters and flags this store's threads share without a lock.
+    let localWords = LocalWords()
     /// Whether the last open found the file unclean and rebuilt it.
     private(set) var recoveredOnOpen = false
-    /// Set while `rebuild()` runs, so that damage it cannot repair is an error, not a loop, and
-    /// so that the index changes it makes on the way stay inside its bracket of the index epoch.
+    /// Set while `rebuild()` runs. Damage it cannot repair is then an error, not a loop, and its
+    /// index changes stay inside its own bracket of the index epoch.
     var isRebuilding = false
-    /// Tests only: runs on the opening thread when an open is about to recover the file at the
-    /// path passed. Set while opens of other tests run: read and written under a lock.
-    static var recoveryAtOpenHook: ((String) -> Void)? {
-        get { hookLock.withReadLock { unguardedRecoveryAtOpenHook } }
-        set { hookLock.withWriteLock { unguardedRecoveryAtOpenHook = newValue } }
-    }
-    private static let hookLock = ReadWriteLock()
-    nonisolated(unsafe) private static var unguardedRecoveryAtOpenHook: ((String) -> Void)?
-    /// Tests only: runs in each step of a listing between its reading of the slots (passed) and
-    /// its checking of the records they name, where a writer of another process may act.
-    var listingStepHook: (([UInt64]) -> Void)?
-    /// Live records this handle passed where they lay below the capacity (`passInPlace`), and
-    /// laps of the ring it gave up (`passRestOfRing`): rare enough that a test must know it
-    /// reached them.
-    var recordsPassedInPlace = 0
-    var lapsGivenUp = 0
-    /// The largest record this handle passed in place: the room kept in front of the head
-    /// grows to take it next time (`slack(for:)`), so that a large record among small ones
-    /// moves instead of being passed, with the free bytes before it padded, lap after lap.
-    var largestRecordPassedInPlace = 0
-    /// The room of large dead entries this process knows to be in the span (Allocator/), held
-    /// through a pointer like the counters above: the write path looks at it on every write, and
-    /// a stored property of a class is checked for exclusive access at run time on each access
-    /// (some 80 instructions, a tenth of a small put's).
-    let deadRooms: UnsafeMutablePointer<DeadRooms>
+    /// What tests watch and steer (CacheStore+Testing.swift).
+    let testHooks = EngineTestHooks()
     /// The shared-state change counter this process's view (meta copy, tables, file size) was
     /// taken at; another process that writes the meta page bumps the counter.
     private(set) var viewChangeCounter: UInt64 = 0 { didSet { viewGeneration &+= 1 } }
@@ -112,21 +93,13 @@ final class CacheStore {
     let readers: ReaderTable
     /// The view this process's readers take without a lock (see `publishView()`).
     let publishedView: PublishedView
-    /// Set when `close()` begins: readers take no lock, and one still lending a value then must
-    /// not give its pin back (see `unpin(_:)` in the reads).
-    let closing = AtomicWord()
     /// Maps fresh pages ahead of the head in the background (nil for read-only handles and where
     /// the system cannot).
     let pageWarmer: PageWarmer?
-    /// The count of forks (`lrd_fork_generation`) the process descended by when it opened the
-    /// store. A child forked after the open inherits the store but not the right to use it: its
-    /// file's locks are the parent's (on Linux, locks of an open file description, which parent
-    /// and child share; elsewhere the child has none), and a close or a write there would act for
-    /// the parent. See `isInheritedAcrossFork`. (The readers' pins carry the ID of the process
-    /// that opened the store, for the same reason: `ReaderTable.processID`.)
+    /// The count of forks (`lrd_fork_generation`) when the store was opened. A child forked
+    /// later inherits the store but not its locks, which stay the parent's: it may not use it
+    /// (`isInheritedAcrossFork`).
     let forkGeneration: UInt64
-    /// Set once a child forked after the open has given up its copy of the file's descriptor.
-    private let inheritedDescriptorReleased = AtomicWord()
 
     var path: String { file.path }
     var capacity: Int { meta.capacity }
@@ -138,36 +111,19 @@ final class CacheStore {
         self.meta = meta
         self.pageSize = meta.pageSize
         self.ringStart = FileLayout.dataStart(pageSize: meta.pageSize)
-        self.layout = RingLayout(meta: meta, ringStart: ringStart)
+        self.allocator = StateCell(RingAllocator(meta: meta, ringStart: ringStart))
         self.isReadOnly = readOnly
         self.pageWarmer = PageWarmer.warming(file)
         self.state = SharedState(file: file, pageSize: meta.pageSize)
         self.forkGeneration = lrd_watch_forks()
-        self.readers = ReaderTable(state: state, pageSize: meta.pageSize, processID: UInt64(getpid()),
-                                   tag: UInt64(UInt(bitPattern: file.base)))
-        self.publishedView = PublishedView(base: file.base, ringStart: ringStart, seed: meta.checksumSeed)
-        self.localCounters = .allocate(capacity: 2)
-        localCounters.initialize(repeating: 0, count: 2)
-        self.abandonedEpoch = .allocate(capacity: 1)
-        abandonedEpoch.initialize(to: 0)
-        self.deadRooms = .allocate(capacity: 1)
-        deadRooms.initialize(to: DeadRooms())
-        // A placeholder until `attachTables()` finds the real ones.
-        self.scratchPlaceholder = .allocate(capacity: HashTable.minimumSlotCount)
-        scratchPlaceholder.initialize(repeating: 0, count: HashTable.minimumSlotCount)
-        self.active = HashTable(slots: scratchPlaceholder, slotCount: HashTable.minimumSlotCount)
-        self.draining = nil
+        self.readers = ReaderTable(state: state, pageSize: meta.pageSize, processID: UInt64(SystemCall.processID()),
+                                   tag: file.mappingTag)
+        self.publishedView = PublishedView(base: file.viewBase, ringStart: ringStart, seed: meta.checksumSeed)
     }
-    /// An empty table that is the index whenever there is no other (see `detachTables()`).
-    private let scratchPlaceholder: UnsafeMutablePointer<UInt64>
 
     deinit {
-        localCounters.deallocate()
-        abandonedEpoch.deallocate()
-        deadRooms.pointee.deallocateScratch()
-        deadRooms.deinitialize(count: 1)
-        deadRooms.deallocate()
-        scratchPlaceholder.deallocate()
+        allocator.value.deadRooms.deallocateScratch()
+        cacheIndex.deallocate()
     }
 
     // MARK: - Opening
@@ -392,7 +348,7 @@ final class CacheStore {
             // opens it (and ends any change it finds, 7.2): what the file says now stands.
             let othersWrite = try descriptor.isLockedByOthers(byte: LockByte.writers)
             if !othersWrite && store.state.indexEpoch & 1 != 0 {
-                lrd_store_relaxed_u64(store.abandonedEpoch, store.state.indexEpoch)
+                lrd_store_relaxed_u64(store.localWords.pointer(.abandonedEpoch), store.state.indexEpoch)
             }
             if (try? store.attachTables()) == nil {
                 guard othersWrite else {
@@ -422,7 +378,7 @@ final class CacheStore {
         // write (`acquireWriterLock`): opening a clean file then waits for no disk.
         if !usable || metaChanged || renumber { try store.markInUse() }
         if !usable {
-            recoveryAtOpenHook?(store.path)
+            EngineTestHooks.recoveryAtOpen?(store.path)
             try store.rebuild()
             store.recoveredOnOpen = true
         } else {
@@ -507,25 +463,8 @@ final class CacheStore {
 
     /// Finds the index tables the meta page names, checking their segment headers.
     func attachTables() throws(LarderError) {
-        guard let table = IndexSegment.table(in: file, at: meta.activeIndex, pageSize: pageSize, seed: seed) else {
-            throw LarderError(.corrupt, "the index segment at offset \(meta.activeIndex.offset) is damaged", path: path)
-        }
-        var old: HashTable?
-        if meta.drainingIndex.exists {
-            guard let drained = IndexSegment.table(in: file, at: meta.drainingIndex, pageSize: pageSize, seed: seed) else {
-                throw LarderError(.corrupt, "the index segment at offset \(meta.drainingIndex.offset) is damaged", path: path)
-            }
-            old = drained
-        }
-        // Both found: only now does the view change.
-        active = table
-        draining = old
-    }
-
-    /// Makes the index the empty placeholder table: memory that lives as long as this store.
-    func detachTables() {
-        active = HashTable(slots: scratchPlaceholder, slotCount: HashTable.minimumSlotCount)
-        draining = nil
+        let index = cacheIndex
+        cacheIndex = try index.attached(in: file, meta: meta)
     }
 
     /// Clears the clean flag durably before any change, so that a crash from here on is noticed.
@@ -570,9 +509,10 @@ final class CacheStore {
 
     /// The view of the file readers look through, as this process has it now.
     var currentView: ReadView {
-        ReadView(base: file.base, limit: min(ringEnd, file.size), ringStart: ringStart, seed: seed,
-                 firstValidSequence: meta.firstValidSequence, active: active, draining: draining,
-                 changeCounter: viewChangeCounter)
+        let index = cacheIndex
+        return ReadView(base: file.viewBase, limit: min(ringEnd, file.size), ringStart: ringStart, seed: seed,
+                        firstValidSequence: meta.firstValidSequence, active: index.active, draining: index.draining,
+                        changeCounter: viewChangeCounter)
     }
 
     /// Lets this process's readers see the file as this writer left it. Under the exclusive
@@ -712,8 +652,8 @@ final class CacheStore {
 
     /// Folds this process's counters into the file's. Under the writer lock.
     func foldCounters() {
-        let hits = lrd_exchange_u64(localCounters, 0)
-        let misses = lrd_exchange_u64(localCounters + 1, 0)
+        let hits = localWords.take(.hits)
+        let misses = localWords.take(.misses)
         state.add(hits, to: .hits)
         state.add(misses, to: .misses)
     }
@@ -738,7 +678,7 @@ final class CacheStore {
     /// alone with the file again (to mark it clean, compact or shrink it) until the child ended.
     /// The mapping stays, for whatever still holds the store.
     func releaseInheritedDescriptor() {
-        guard isInheritedAcrossFork, lrd_cas_u64(inheritedDescriptorReleased.pointer, 0, 1) != 0 else { return }
+        guard isInheritedAcrossFork, lrd_cas_u64(localWords.pointer(.descriptorReleased), 0, 1) != 0 else { return }
         file.descriptor.retire()
     }
 
@@ -748,7 +688,7 @@ final class CacheStore {
         guard !isClosed else { return }
         defer { isClosed = true }
         guard !isInheritedAcrossFork else { return }
-        lrd_store_seq_cst_u64(closing.pointer, 1)
+        lrd_store_seq_cst_u64(localWords.pointer(.closing), 1)
         let descriptor = file.descriptor
         _ = try? descriptor.lock(byte: LockByte.transition, isReadOnly ? .shared : .exclusive, wait: true)
         defer {

@@ -34,15 +34,8 @@ final class OpenFileRegistry: @unchecked Sendable {
     }
 
     fileprivate struct Key: Hashable {
-        let device: UInt64
-        let inode: UInt64
+        let file: FileIdentity
         var readOnly: Bool
-
-        init(_ info: stat, readOnly: Bool) {
-            device = UInt64(truncatingIfNeeded: info.st_dev)
-            inode = UInt64(truncatingIfNeeded: info.st_ino)
-            self.readOnly = readOnly
-        }
 
         /// The same file in the other mode.
         var otherMode: Key {
@@ -137,9 +130,9 @@ final class OpenFileRegistry: @unchecked Sendable {
         }
         if let named { opening.remove(named) }
         let store = try opened.get()
-        var info = stat()
-        fstat(store.file.descriptor.rawValue, &info)
-        let key = Key(info, readOnly: configuration.readOnly)
+        // A descriptor fstat cannot read keys as no file (device and inode 0), as before.
+        let key = Key(file: FileIdentity(descriptor: store.file.descriptor.rawValue) ?? FileIdentity(stat()),
+                      readOnly: configuration.readOnly)
         // The path named another file by the time the open reached it (a compaction in another
         // process), and another thread has that one open or is opening it: one store is enough.
         guard key == named || (entries[key] == nil && !isBeingOpened(key)) else {
@@ -185,8 +178,7 @@ final class OpenFileRegistry: @unchecked Sendable {
     }
 
     private static func key(path: String, readOnly: Bool) -> Key? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return Key(info, readOnly: readOnly)
+        guard let file = FileIdentity(path: path) else { return nil }
+        return Key(file: file, readOnly: readOnly)
     }
 }

@@ -16,10 +16,9 @@ extension CacheStore {
 
     /// What one placement may do at the tail beyond passing dead records.
     struct ReclaimBudget {
-        /// Record bytes it may relocate. Enough for the live records met on the way while a
-        /// quarter of the ring is garbage, with room for runs of them; still bounded by the
-        /// put's own size. Below the capacity a placement may move one record more, whatever its
-        /// size: a record larger than the budget would otherwise never move.
+        /// Record bytes it may relocate, bounded by the put's own size. Below the capacity a
+        /// placement may move one record more, whatever its size: a record larger than the
+        /// budget would otherwise never move.
         var relocationBytes: Int
         /// Live records it may pass where they lie below the capacity (`passInPlace`), each a
         /// header read, before it gives up the lap (`passRestOfRing`).
@@ -115,8 +114,8 @@ extension CacheStore {
     /// bit. False when the head cannot reach the tail.
     private func passInPlace(at tail: Int, size: Int) -> Bool {
         guard moveHeadUpToTail() else { return false }
-        recordsPassedInPlace += 1
-        largestRecordPassedInPlace = max(largestRecordPassedInPlace, size)
+        testHooks.recordsPassedInPlace += 1
+        allocator.value.notePassedInPlace(size: size)
         // The span, the whole ring since the head reached the tail, keeps its length.
         state.head = tail + size
         moveTail(pastRecordAt: tail, size: size)
@@ -134,8 +133,8 @@ extension CacheStore {
     /// False when the head cannot reach the tail.
     private func passRestOfRing() -> Bool {
         guard moveHeadUpToTail() else { return false }
-        lapsGivenUp += 1
-        deadRooms.pointee.list.tailPassed(ringEnd - state.tail)
+        testHooks.lapsGivenUp += 1
+        allocator.value.deadRooms.list.tailPassed(ringEnd - state.tail)
         // The span, the whole ring since the head reached the tail, keeps its length.
         state.head = ringEnd
         state.tail = ringStart
@@ -145,18 +144,18 @@ extension CacheStore {
     /// Moves the tail past the live record of `size` bytes at `offset` (relocated, or passed in
     /// place) while the head takes its length: the span keeps its length.
     private func moveTail(pastRecordAt offset: Int, size: Int) {
-        deadRooms.pointee.list.tailPassed(size)
+        allocator.value.deadRooms.list.tailPassed(size)
         state.tail = offset + size >= ringEnd ? ringStart : offset + size
     }
 
     private func moveTail(to offset: Int, consumed: Int) {
-        deadRooms.pointee.list.tailPassed(consumed)
+        allocator.value.deadRooms.list.tailPassed(consumed)
         state.spanBytes = max(0, state.spanBytes - consumed)
         state.tail = offset >= ringEnd ? ringStart : offset
         if state.spanBytes == 0 {
             // An empty ring: let the tail sit at the head.
             state.tail = state.head
-            deadRooms.pointee.list.removeAll()
+            allocator.value.deadRooms.list.removeAll()
         }
     }
 

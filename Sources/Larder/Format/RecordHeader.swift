@@ -48,10 +48,9 @@ struct RecordHeader: Equatable {
     /// no count from there reaches the limit (2^61 writes at ten million a second take 7,000
     /// years), so what it writes stays valid whatever a hostile file held.
     static let trustedSequenceLimit: UInt64 = 1 << 61
-    /// A writer that takes the writer lock counts on from a next sequence of at most this, checked
-    /// each time: writers count on from what an open trusted (past the trusted limit, if need be),
-    /// and no one hold of the lock writes 2^32 records, so every number it takes stays below the
-    /// limit, whatever a process that broke the format left in the shared state.
+    /// The highest next sequence a writer counts on from after taking the writer lock, checked
+    /// each time. No one hold of the lock writes 2^32 records, so every number it takes stays
+    /// below the limit, whatever the shared state held.
     static let heldSequenceLimit: UInt64 = sequenceLimit - (1 << 32)
     /// Recovery keeps only records numbered below half of that again, so that the numbers it
     /// leaves, its own index segment's among them, are trusted at the next open: a hostile record
@@ -162,7 +161,8 @@ struct RecordHeader: Equatable {
     /// decoded from what was loaded: a writer of another process reusing the place meanwhile can
     /// make the checksum fail, never yield a header mixing two records.
     static func read(from file: MappedFile, at offset: Int, limit: Int, seed: UInt32) -> RecordHeader? {
-        read(from: file.base, at: offset, limit: min(limit, file.size), seed: seed)
+        let mapped = file.bytes(at: 0, count: max(0, min(limit, file.size)))
+        return read(from: mapped.baseAddress!, at: offset, limit: mapped.count, seed: seed)
     }
 
     /// `read(from:at:limit:seed:)` for a caller that knows `[0, limit)` of the map at `base` to
@@ -226,8 +226,7 @@ struct RecordHeader: Equatable {
 
     /// Whether the key and value bytes of the entry at `offset` match `dataChecksum`.
     func dataIsIntact(in file: MappedFile, at offset: Int, seed: UInt32) -> Bool {
-        precondition(file.contains(offset, totalSize), "range outside the file")
-        return dataIsIntact(record: file.base + offset, seed: seed)
+        dataIsIntact(record: file.bytes(at: offset, count: totalSize).baseAddress!, seed: seed)
     }
 
     /// `dataIsIntact(in:at:seed:)` for a record whose bytes the caller knows to be in the file.

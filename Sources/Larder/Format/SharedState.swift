@@ -51,8 +51,7 @@ struct SharedState {
     /// write it only once the file holds it.
     init(file: MappedFile, pageSize: Int) {
         base = FileLayout.statePage * pageSize
-        precondition(base + pageSize <= file.mappedLength, "the shared-state page is outside the mapping")
-        page = file.base + base
+        page = file.sharedPage(at: base, length: pageSize)
     }
 
     @inline(__always)

@@ -124,7 +124,7 @@ extension CacheStore {
                 || (view.active.stillHolds(listing.readFromActive, from: tags)
                     && view.draining?.stillHolds(listing.readFromDraining, from: tags) != false)
         else { return false }
-        listingStepHook?(listing.slots)
+        testHooks.listingStep?(listing.slots)
         // Each slot once (a damaged index, or one a writer died rearranging, may hold one twice),
         // and the records in file order.
         listing.slots.sort { (HashTable.offset(of: $0), $0) < (HashTable.offset(of: $1), $1) }

@@ -6,10 +6,8 @@
 /// cursor says holds the key first. No write ever pauses for work proportional to the number of entries.
 extension CacheStore {
     /// Slots moved per write. While two tables exist every miss probes both, so the migration
-    /// should end soon after the growth, also when writes then stop (a cache filled, then read):
-    /// 128 slots end it within `slotCount / 128` writes, about 1% of the writes the new table
-    /// takes before it grows again. A step moves some 96 entries, into slots next to each other
-    /// (a key's home in the doubled table is twice its old one): a few thousand instructions.
+    /// should end soon after the growth: 128 slots end it within about 1% of the writes the new
+    /// table takes before it grows again. A step costs a few thousand instructions.
     static let migrationStep = 128
 
     /// A live entry found by key.
@@ -43,24 +41,16 @@ extension CacheStore {
 
     /// Points the slot holding exactly `old` at `new` (same tag, new place).
     func repointIndex(from old: UInt64, to new: UInt64) {
-        if let index = active.find(exactly: old) {
-            active[index] = new
-        } else if let table = draining, let index = table.find(exactly: old) {
-            table[index] = new
-        }
+        let index = cacheIndex
+        index.repoint(from: old, to: new)
     }
 
     /// Removes the slot holding exactly `slot`. Returns whether there was one.
     func removeFromIndex(_ slot: UInt64) -> Bool {
-        if let index = active.find(exactly: slot) {
-            removeSlot(at: index, inDraining: false)
-            return true
-        }
-        if let table = draining, let index = table.find(exactly: slot) {
-            removeSlot(at: index, inDraining: true)
-            return true
-        }
-        return false
+        let index = cacheIndex
+        guard let place = index.find(exactly: slot) else { return false }
+        removeSlot(at: place.index, inDraining: place.inDraining)
+        return true
     }
 
     /// Empties slot `index` of the active table (shifting its cluster back) or of the draining one
@@ -106,7 +96,7 @@ extension CacheStore {
         if cursor == old.slotCount {
             let location = meta.drainingIndex
             meta.drainingIndex = .none
-            draining = nil
+            cacheIndex = cacheIndex.withoutDraining()
             state.migrationCursor = 0
             try writeMeta()
             // Only now, with the meta page no longer naming it, is the old segment free space.

@@ -37,7 +37,7 @@ enum IndexSegment {
               isWellFormed(header, at: location.offset, pageSize: pageSize), header.isLive,
               header.rawLength == location.slotCount
         else { return nil }
-        let pointer = (file.base + location.offset + slotsOffset).assumingMemoryBound(to: UInt64.self)
-        return HashTable(slots: pointer, slotCount: location.slotCount)
+        return HashTable(slots: file.slots(at: location.offset + slotsOffset, count: location.slotCount),
+                         slotCount: location.slotCount)
     }
 }

@@ -56,7 +56,7 @@ extension FileInspector {
                               path: outputPath)
         }
         return try salvage(into: outputPath, capacity: capacity, attributes: .init(permissions: permissions),
-                    temporary: outputPath + ".larder-tmp-\(getpid())", progress: progress)
+                    temporary: outputPath + ".larder-tmp-\(SystemCall.processID())", progress: progress)
     }
 
     /// Who owns the file a salvage writes, and its permission bits (set exactly, whatever the
@@ -117,7 +117,7 @@ extension FileInspector {
         }
         var evicted = current.count - fitting.count
 
-        unlink(temporary)
+        SystemCall.remove(temporary)
         var written: [EntryRecord] = []
         var kept: [EntryRecord] = []
         do throws(LarderError) {
@@ -146,11 +146,9 @@ extension FileInspector {
             }
             try cache.close()
             try Self.apply(attributes, to: temporary)
-            guard rename(temporary, outputPath) == 0 else {
-                throw SystemCall.error("rename to \(outputPath)", errno: errno)
-            }
+            try SystemCall.rename(temporary, to: outputPath)
         } catch {
-            unlink(temporary)
+            SystemCall.remove(temporary)
             // The temporary name means nothing to the caller, who named only the output.
             throw error.path == temporary ? LarderError(error.code, "writing the copy: \(error.message)", path: outputPath) : error
         }
@@ -198,14 +196,21 @@ extension FileInspector {
     /// link. A file with other hard links is refused: the others would keep the old file.
     static func compact(path: String, lockedAs descriptor: FileDescriptor, capacity: Int?,
                         progress: ((Int, Int) -> Void)? = nil) throws(LarderError) -> SalvageReport {
-        var info = stat()
-        guard fstat(descriptor.rawValue, &info) == 0 else { throw SystemCall.error("fstat", errno: errno).at(path) }
+        let info: stat
+        do throws(LarderError) {
+            info = try SystemCall.status(descriptor: descriptor.rawValue)
+        } catch {
+            throw error.at(path)
+        }
         guard info.st_nlink <= 1 else {
             throw LarderError(.busy, "the file has \(info.st_nlink) hard links; the others would keep the old file", path: path)
         }
-        guard let resolved = realpath(path, nil) else { throw SystemCall.error("realpath", errno: errno).at(path) }
-        let target = String(cString: resolved)
-        free(resolved)
+        let target: String
+        do throws(LarderError) {
+            target = try SystemCall.resolve(path)
+        } catch {
+            throw error.at(path)
+        }
         guard try descriptor.isStillLinked(at: target) else {
             throw LarderError(.busy, "the path was pointed at another file meanwhile", path: path)
         }
@@ -226,14 +231,20 @@ extension FileInspector {
     /// would lock its owner out of their own cache; one whose group cannot be given back (an
     /// owner who is not in it) stays with its owner, in the group the owner's files get.
     private static func apply(_ attributes: FileAttributes, to path: String) throws(LarderError) {
-        if let owner = attributes.owner {
-            var info = stat()
-            guard stat(path, &info) == 0 else { throw SystemCall.error("stat", errno: errno).at(path) }
-            if (UInt32(info.st_uid), UInt32(info.st_gid)) != owner && chown(path, uid_t(owner.user), gid_t(owner.group)) != 0
-                && UInt32(info.st_uid) != owner.user {
-                throw SystemCall.error("give the new file the old one's owner", errno: errno).at(path)
+        do throws(LarderError) {
+            if let owner = attributes.owner {
+                let info = try SystemCall.status(path)
+                if (UInt32(info.st_uid), UInt32(info.st_gid)) != owner {
+                    do throws(LarderError) {
+                        try SystemCall.changeOwner(path, user: owner.user, group: owner.group)
+                    } catch where UInt32(info.st_uid) == owner.user {
+                        // The owner is right; only the group could not be given back.
+                    }
+                }
             }
+            try SystemCall.changeMode(path, to: mode_t(attributes.permissions))
+        } catch {
+            throw error.at(path)
         }
-        guard chmod(path, mode_t(attributes.permissions)) == 0 else { throw SystemCall.error("chmod", errno: errno).at(path) }
     }
 }

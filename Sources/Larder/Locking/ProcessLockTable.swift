@@ -13,13 +13,14 @@ import Foundation
 ///
 /// There the kernel keeps one lock per byte for the whole process, whatever descriptor took it,
 /// and closing any descriptor of a file drops all of them. A process with a read-only and a
-/// read-write store of one file, or that inspects or repairs a file it has open, holds two
-/// descriptors of it; on its own, the kernel would let the first one's close, or its unlock of
-/// the users byte both hold, drop the other's locks (another process could then take the file
-/// for a sole writer and recover it under a running writer), would answer a sole writer's test
-/// of the users byte with "alone" although the process's read-only store maps the file, and
-/// would let a compaction rewrite a file the process has open. SQLite keeps a table of the same
-/// kind for the same reason (`unixInodeInfo`).
+/// read-write store of one file holds two descriptors of it, as does one that inspects or
+/// repairs a file it has open. Left to the kernel:
+/// - the first descriptor's close, or its unlock of a byte both hold, would drop the other's
+///   locks, and another process could recover the file under a running writer;
+/// - a sole writer's test of the users byte would answer "alone" while the process's read-only
+///   store maps the file;
+/// - a compaction could rewrite a file the process has open.
+/// SQLite keeps a table of the same kind for the same reason (`unixInodeInfo`).
 ///
 /// So every descriptor the library opens is registered here, by device and inode, and its
 /// locks go through the table, which knows what each sibling holds:
@@ -38,16 +39,6 @@ import Foundation
 /// (`FileDescriptor.lockOwner`), which behave as Apple platforms' do.
 final class ProcessLockTable: @unchecked Sendable {
     static let shared = ProcessLockTable()
-
-    private struct FileID: Hashable {
-        let device: UInt64
-        let inode: UInt64
-
-        init(_ info: stat) {
-            device = UInt64(truncatingIfNeeded: info.st_dev)
-            inode = UInt64(truncatingIfNeeded: info.st_ino)
-        }
-    }
 
     /// What a parked descriptor waits for: to be retired (its owner closes the number later, so
     /// it must stay taken) or closed (its owner has let go of the number, which a later open of
@@ -84,8 +75,8 @@ final class ProcessLockTable: @unchecked Sendable {
     /// and for closes; a request that waits for a sibling waits on it, as a condition, for a
     /// change.
     private let condition = NSCondition()
-    private var files: [FileID: File] = [:]
-    private var fileOfDescriptor: [Int32: FileID] = [:]
+    private var files: [FileIdentity: File] = [:]
+    private var fileOfDescriptor: [Int32: FileIdentity] = [:]
     /// Whether the locks noted here are the parent's, in a child after fork.
     private var forks = ForkWatch()
 
@@ -108,13 +99,11 @@ final class ProcessLockTable: @unchecked Sendable {
     /// pile up descriptors. Nil when there is none. (The file's permissions are not asked again:
     /// a process that has the file open in that mode already keeps its right to it.)
     func reuse(path: String, readOnly: Bool) -> Int32? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        let id = FileID(info)
+        guard let id = FileIdentity(path: path) else { return nil }
         return condition.withLock {
             forgetParentLocks()
             guard var file = files[id],
-                  let reused = file.parked.first(where: { $0.value == .close && Self.isReadOnly($0.key) == readOnly })?.key
+                  let reused = file.parked.first(where: { $0.value == .close && SystemCall.isReadOnly($0.key) == readOnly })?.key
             else { return nil }
             file.parked[reused] = nil
             file.open.insert(reused)
@@ -123,15 +112,9 @@ final class ProcessLockTable: @unchecked Sendable {
         }
     }
 
-    private static func isReadOnly(_ descriptor: Int32) -> Bool {
-        fcntl(descriptor, F_GETFL) & O_ACCMODE == O_RDONLY
-    }
-
     /// Registers a descriptor just opened.
     func register(_ descriptor: Int32) {
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { return }
-        let id = FileID(info)
+        guard let id = FileIdentity(descriptor: descriptor) else { return }
         condition.withLock {
             forgetParentLocks()
             files[id, default: File()].open.insert(descriptor)
@@ -269,7 +252,7 @@ final class ProcessLockTable: @unchecked Sendable {
     private static func finish(_ descriptor: Int32, _ fate: Parked) {
         switch fate {
         case .retire: _ = lrd_retire_descriptor(descriptor)
-        case .close: FileDescriptor.closeNumber(descriptor)
+        case .close: SystemCall.close(descriptor)
         }
     }
 

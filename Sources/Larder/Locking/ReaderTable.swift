@@ -11,6 +11,10 @@ import CLarderSupport
 /// A slot whose owner process no longer exists is freed by the next writer that meets it.
 ///
 /// Like `SharedState`, it holds addresses in the mapping, valid while the store lives.
+///
+/// Invariant, checked in debug builds by `checkInvariants()`: the `slotCount` slots of
+/// `SharedState.readerSlotSize` bytes fill the shared-state page from `Field.readerTable`, and
+/// `count` is the pin-count word of that page.
 struct ReaderTable {
     let slots: UnsafeMutableRawPointer
     let count: UnsafeMutableRawPointer
@@ -29,6 +33,16 @@ struct ReaderTable {
         slotCount = (pageSize - SharedState.Field.readerTable) / SharedState.readerSlotSize
         self.processID = processID
         self.tag = tag
+        checkInvariants(pageSize: pageSize, page: state.page)
+    }
+
+    private func checkInvariants(pageSize: Int, page: UnsafeMutableRawPointer) {
+        #if DEBUG
+        precondition(slotCount >= 1 && slots == page + SharedState.Field.readerTable
+                     && SharedState.Field.readerTable + slotCount * SharedState.readerSlotSize <= pageSize,
+                     "the reader slots do not fit the shared-state page")
+        precondition(count == page + SharedState.Field.pinCount, "the pin count is not the page's")
+        #endif
     }
 
     private func slot(_ index: Int) -> UnsafeMutableRawPointer { slots + index * SharedState.readerSlotSize }
@@ -66,13 +80,13 @@ struct ReaderTable {
         _ = lrd_fetch_add_u64(count, UInt64.max)
     }
 
-    /// Writer: the ranges pinned now, in any process. Frees the slots of processes that died.
     /// Whether any record is pinned now, in any process: the writer's fast path.
     var isEmpty: Bool {
         lrd_fence_seq_cst()
         return lrd_load_acquire_u64(count) == 0
     }
 
+    /// Writer: the ranges pinned now, in any process. Frees the slots of processes that died.
     func pinnedRanges() -> [(start: Int, end: Int)] {
         guard !isEmpty else { return [] }
         var ranges: [(start: Int, end: Int)] = []

@@ -20,7 +20,7 @@ extension CacheStore {
         // Records past the ring's end would come back when it grows again (MappedFile).
         try file.discard(past: ringEnd)
         // Recovery pads over whatever fails its checks: the listed rooms among it too.
-        deadRooms.pointee.list.removeAll()
+        allocator.value.deadRooms.list.removeAll()
         // Readers of other processes that miss while the index is rebuilt look again.
         state.beginIndexChange()
         defer {
@@ -44,64 +44,13 @@ extension CacheStore {
         where IndexSegment.table(in: file, at: location, pageSize: pageSize, seed: seed) != nil {
             islands.append(location)
         }
-        let islandBytes = islands.map { $0.bytes(pageSize: pageSize) }
+        var rebuilder = Rebuilder(store: self, islands: islands)
+        rebuilder.scan()
+        let scratch = rebuilder.scratch
+        let newest = rebuilder.newest
+        let highestSequence = rebuilder.highestSequence
 
-        let scratch = ScratchTable()
-        // The head goes after the newest record written at the head; the next sequence number
-        // follows the highest of all.
-        var newest: (sequence: UInt64, end: Int) = (0, ringStart)
-        var highestSequence: UInt64 = 0
-        var position = ringStart
-        var coveredUpTo = ringStart
-        var dataChecks = DataCheckBudget(ringBytes: ringEnd - ringStart)
-        // A rebuild is one long bracket: it moves the epoch on to the next odd value as it goes,
-        // so that readers of other processes can tell it from a writer that died in one, which
-        // leaves one odd value standing (FORMAT.md 7.7.3).
-        var nextSignOfLife = ringStart + CacheStore.rebuildSignOfLifeBytes
-        func padGap(upTo end: Int) {
-            if end > coveredUpTo { RecordHeader.writePadding(to: file, at: coveredUpTo, length: end - coveredUpTo) }
-        }
-        while position + RecordHeader.paddingSize <= ringEnd {
-            if position >= nextSignOfLife {
-                state.beginIndexChange()
-                nextSignOfLife = position + CacheStore.rebuildSignOfLifeBytes
-            }
-            if let island = islands.first(where: { $0.offset == position }) {
-                padGap(upTo: position)
-                if let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
-                   header.sequence > newest.sequence, header.sequence < RecordHeader.recoverableSequenceLimit {
-                    newest = (header.sequence, position + header.totalSize)
-                    highestSequence = max(highestSequence, header.sequence)
-                }
-                position += IndexSegment.byteCount(slotCount: island.slotCount, pageSize: pageSize)
-                coveredUpTo = position
-                continue
-            }
-            // A record numbered where writers never count (a hostile file) is dropped: the next
-            // sequence is counted on from the newest one kept. So is an entry that runs into an
-            // island (a hostile length): the island is kept whole.
-            guard let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
-                  header.kind == .entry, header.sequence < RecordHeader.recoverableSequenceLimit,
-                  !islandBytes.contains(where: { $0.overlaps(position..<(position + header.totalSize)) }),
-                  dataChecks.dataIsIntact(header, in: file, at: position, seed: seed) else {
-                position += FileLayout.recordAlignment
-                continue
-            }
-            padGap(upTo: position)
-            let size = header.totalSize
-            highestSequence = max(highestSequence, header.sequence)
-            if header.sequence > newest.sequence && !header.wasPlacedInSpan { newest = (header.sequence, position + size) }
-            if header.isLive && header.sequence >= meta.firstValidSequence {
-                keepNewest(at: position, header: header, in: scratch)
-            } else {
-                RecordHeader.markDead(in: file, at: position)
-            }
-            position += size
-            coveredUpTo = position
-        }
-        padGap(upTo: ringEnd)
-
-        placeRing(afterNewestEndingAt: newest.sequence > 0 ? headEnd(after: newest) : ringStart, entries: scratch)
+        placeRing(afterNewestEndingAt: newest.sequence > 0 ? rebuilder.headEnd() : ringStart, entries: scratch)
         // Counted on from next: no higher than what recovery keeps (FORMAT.md 4.1). Every record
         // below the old value is dead by now, every one above the new one dropped.
         meta.firstValidSequence = min(meta.firstValidSequence, RecordHeader.recoverableSequenceLimit)
@@ -111,75 +60,11 @@ extension CacheStore {
         } catch {
             // The scratch table may stand in as the index and is about to be freed: until the
             // next rebuild (the file still needs repair), the index is the empty placeholder.
-            detachTables()
+            cacheIndex = cacheIndex.detached()
             throw error
         }
         try file.flush()
         state.needsRepair = false
-    }
-
-    /// Adds the live entry at `offset` to `scratch`, unless a newer record of the same key is
-    /// there already; the loser is marked dead.
-    private func keepNewest(at offset: Int, header: RecordHeader, in scratch: ScratchTable) {
-        let key = keyBytes(at: offset, header: header)
-        let tag = KeyHash(key).tag
-        var rival: (offset: Int, header: RecordHeader)?
-        let index = scratch.table.find(tag: tag) { candidate in
-            guard let other = RecordHeader.read(from: file, at: candidate, limit: ringEnd, seed: seed),
-                  other.keyLength == key.count, keyBytes(at: candidate, header: other).sameBytes(as: key) else { return false }
-            rival = (candidate, other)
-            return true
-        }
-        let slot = HashTable.slot(tag: tag, offset: offset)
-        if let index, let rival {
-            if rival.header.sequence > header.sequence {
-                RecordHeader.markDead(in: file, at: offset)
-                return
-            }
-            RecordHeader.markDead(in: file, at: rival.offset)
-            removeFromLiveCounts(rival.header)
-            scratch.replace(at: index, with: slot)
-        } else if scratch.insert(slot) {
-            state.entryCount &+= 1
-        } else {
-            // More entries than the largest index holds: the surplus is dropped.
-            RecordHeader.markDead(in: file, at: offset)
-            return
-        }
-        addToLiveCounts(header)
-    }
-
-    /// Where the head was: after the newest record written at the head (`newest`), and after the
-    /// records that follow it in ring order (padding aside, and round the ring's end once) with
-    /// higher sequence numbers: written at the head after it and since written over in place
-    /// (flagged). Past the head lie the records the tail passed before the head came round,
-    /// which are older; in a full ring, the oldest of the span, which the walk passes only if
-    /// they were written over since, and then as young as they are. After the scan, every byte of
-    /// the ring is a kept record, an island or padding.
-    private func headEnd(after newest: (sequence: UInt64, end: Int)) -> Int {
-        var head = newest.end
-        var position = newest.end
-        var walked = 0
-        while walked < ringEnd - ringStart {
-            if position + RecordHeader.paddingSize > ringEnd {
-                walked += ringEnd - position
-                position = ringStart
-                continue
-            }
-            let step: Int
-            if let padding = RecordHeader.paddingLength(in: file, at: position, limit: ringEnd) {
-                step = padding
-            } else if let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
-                      header.sequence > newest.sequence, header.sequence < RecordHeader.recoverableSequenceLimit {
-                step = header.totalSize
-                head = position + step
-            } else {
-                break
-            }
-            position += step
-            walked += step
-        }
-        return head
     }
 
     /// Head after the newest record; tail at the first live entry after it in ring order, so
@@ -229,14 +114,13 @@ extension CacheStore {
         // The old segments stay islands, untouched, until the meta page no longer names them:
         // other processes may still be looking through them.
         var retired = [meta.drainingIndex].filter(\.exists)
-        draining = nil
         if meta.activeIndex.exists, meta.activeIndex.slotCount >= slotCount,
            let table = IndexSegment.table(in: file, at: meta.activeIndex, pageSize: pageSize, seed: seed) {
-            active = table
+            cacheIndex = cacheIndex.replaced(with: table)
         } else {
             // The scratch table stands in as the index while the ring makes room, so that any
             // eviction this causes is reflected in it.
-            active = scratch.table
+            cacheIndex = cacheIndex.replaced(with: scratch.table)
             let bytes = IndexSegment.byteCount(slotCount: slotCount, pageSize: pageSize)
             let offset = try reserve(bytes, alignment: pageSize)
             IndexSegment.format(in: file, at: offset, slotCount: slotCount, byteCount: bytes,
@@ -248,7 +132,7 @@ extension CacheStore {
                 throw LarderError(.corrupt, "could not place a new index segment", path: path)
             }
             meta.activeIndex = location
-            active = table
+            cacheIndex = cacheIndex.replaced(with: table)
         }
         meta.drainingIndex = .none
         active.clear()
@@ -267,5 +151,178 @@ extension CacheStore {
         }
         try writeMeta()
         for segment in retired { RecordHeader.markDead(in: file, at: segment.offset) }
+    }
+}
+
+/// One rebuild's walk of the ring, and what it has found so far: the live entries (newest of
+/// each key), the newest record written at the head, the highest sequence number.
+///
+/// Invariants, checked in debug builds by `checkInvariants()`:
+/// - `ringStart <= coveredUpTo <= position`: every byte before `coveredUpTo` is a kept record, an
+///   island or padding;
+/// - `newest.sequence <= highestSequence`, and `newest.end` lies in the ring.
+struct Rebuilder {
+    /// The store being rebuilt: its file, shared state and live counts.
+    private unowned let store: CacheStore
+    private let file: MappedFile
+    private let ringStart: Int, ringEnd: Int, pageSize: Int
+    private let seed: UInt32
+    private let firstValidSequence: UInt64
+    /// Index segments the meta page names and whose headers hold: skipped whole.
+    private let islands: [IndexLocation]
+    private let islandBytes: [Range<Int>]
+    /// The live entries kept, one per key.
+    let scratch = ScratchTable()
+    /// The newest record written at the head (not one flagged as written inside the span).
+    private(set) var newest: (sequence: UInt64, end: Int)
+    /// The highest sequence number of any record kept; the next one follows it.
+    private(set) var highestSequence: UInt64 = 0
+    private var position: Int
+    private var coveredUpTo: Int
+    private var dataChecks: DataCheckBudget
+    /// Where the walk next moves the index epoch on (see `CacheStore.rebuildSignOfLifeBytes`).
+    private var nextSignOfLife: Int
+
+    init(store: CacheStore, islands: [IndexLocation]) {
+        self.store = store
+        file = store.file
+        ringStart = store.ringStart
+        ringEnd = store.ringEnd
+        pageSize = store.pageSize
+        seed = store.seed
+        firstValidSequence = store.meta.firstValidSequence
+        self.islands = islands
+        islandBytes = islands.map { $0.bytes(pageSize: store.pageSize) }
+        newest = (0, ringStart)
+        position = ringStart
+        coveredUpTo = ringStart
+        dataChecks = DataCheckBudget(ringBytes: ringEnd - ringStart)
+        // A rebuild is one long bracket: it moves the epoch on to the next odd value as it goes,
+        // so that readers of other processes can tell it from a writer that died in one, which
+        // leaves one odd value standing (FORMAT.md 7.7.3).
+        nextSignOfLife = ringStart + CacheStore.rebuildSignOfLifeBytes
+    }
+
+    private func padGap(upTo end: Int) {
+        if end > coveredUpTo { RecordHeader.writePadding(to: file, at: coveredUpTo, length: end - coveredUpTo) }
+    }
+
+    /// Walks the ring from its start to its end once: keeps each record whose checks hold, pads
+    /// over everything else.
+    mutating func scan() {
+        while position + RecordHeader.paddingSize <= ringEnd {
+            if position >= nextSignOfLife {
+                store.state.beginIndexChange()
+                nextSignOfLife = position + CacheStore.rebuildSignOfLifeBytes
+            }
+            if let island = islands.first(where: { $0.offset == position }) {
+                padGap(upTo: position)
+                if let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
+                   header.sequence > newest.sequence, header.sequence < RecordHeader.recoverableSequenceLimit {
+                    newest = (header.sequence, position + header.totalSize)
+                    highestSequence = max(highestSequence, header.sequence)
+                }
+                position += IndexSegment.byteCount(slotCount: island.slotCount, pageSize: pageSize)
+                coveredUpTo = position
+                continue
+            }
+            // A record numbered where writers never count (a hostile file) is dropped: the next
+            // sequence is counted on from the newest one kept. So is an entry that runs into an
+            // island (a hostile length): the island is kept whole.
+            guard let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
+                  header.kind == .entry, header.sequence < RecordHeader.recoverableSequenceLimit,
+                  !islandBytes.contains(where: { $0.overlaps(position..<(position + header.totalSize)) }),
+                  dataChecks.dataIsIntact(header, in: file, at: position, seed: seed) else {
+                position += FileLayout.recordAlignment
+                continue
+            }
+            padGap(upTo: position)
+            let size = header.totalSize
+            highestSequence = max(highestSequence, header.sequence)
+            if header.sequence > newest.sequence && !header.wasPlacedInSpan { newest = (header.sequence, position + size) }
+            if header.isLive && header.sequence >= firstValidSequence {
+                keepNewest(at: position, header: header)
+            } else {
+                RecordHeader.markDead(in: file, at: position)
+            }
+            position += size
+            coveredUpTo = position
+        }
+        padGap(upTo: ringEnd)
+
+        checkInvariants()
+    }
+
+    /// Adds the live entry at `offset` to `scratch`, unless a newer record of the same key is
+    /// there already; the loser is marked dead.
+    private func keepNewest(at offset: Int, header: RecordHeader) {
+        let key = store.keyBytes(at: offset, header: header)
+        let tag = KeyHash(key).tag
+        var rival: (offset: Int, header: RecordHeader)?
+        let index = scratch.table.find(tag: tag) { candidate in
+            guard let other = RecordHeader.read(from: file, at: candidate, limit: ringEnd, seed: seed),
+                  other.keyLength == key.count, store.keyBytes(at: candidate, header: other).sameBytes(as: key) else { return false }
+            rival = (candidate, other)
+            return true
+        }
+        let slot = HashTable.slot(tag: tag, offset: offset)
+        if let index, let rival {
+            if rival.header.sequence > header.sequence {
+                RecordHeader.markDead(in: file, at: offset)
+                return
+            }
+            RecordHeader.markDead(in: file, at: rival.offset)
+            store.removeFromLiveCounts(rival.header)
+            scratch.replace(at: index, with: slot)
+        } else if scratch.insert(slot) {
+            store.state.entryCount &+= 1
+        } else {
+            // More entries than the largest index holds: the surplus is dropped.
+            RecordHeader.markDead(in: file, at: offset)
+            return
+        }
+        store.addToLiveCounts(header)
+    }
+
+    /// Where the head was: after the newest record written at the head (`newest`), and after the
+    /// records that follow it in ring order (padding aside, and round the ring's end once) with
+    /// higher sequence numbers: written at the head after it and since written over in place
+    /// (flagged). Past the head lie the records the tail passed before the head came round,
+    /// which are older; in a full ring, the oldest of the span, which the walk passes only if
+    /// they were written over since, and then as young as they are. After the scan, every byte of
+    /// the ring is a kept record, an island or padding.
+    func headEnd() -> Int {
+        var head = newest.end
+        var position = newest.end
+        var walked = 0
+        while walked < ringEnd - ringStart {
+            if position + RecordHeader.paddingSize > ringEnd {
+                walked += ringEnd - position
+                position = ringStart
+                continue
+            }
+            let step: Int
+            if let padding = RecordHeader.paddingLength(in: file, at: position, limit: ringEnd) {
+                step = padding
+            } else if let header = RecordHeader.read(from: file, at: position, limit: ringEnd, seed: seed),
+                      header.sequence > newest.sequence, header.sequence < RecordHeader.recoverableSequenceLimit {
+                step = header.totalSize
+                head = position + step
+            } else {
+                break
+            }
+            position += step
+            walked += step
+        }
+        return head
+    }
+
+    @inline(__always)
+    private func checkInvariants() {
+        #if DEBUG
+        precondition(ringStart <= coveredUpTo && coveredUpTo <= position, "the walk lost its place")
+        precondition(newest.sequence <= highestSequence || newest.sequence == 0, "the newest record is not the highest")
+        precondition(newest.end >= ringStart && newest.end <= ringEnd, "the newest record is outside the ring")
+        #endif
     }
 }

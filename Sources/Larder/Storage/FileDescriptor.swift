@@ -17,9 +17,8 @@ struct FileDescriptor {
     static func open(_ path: String, create: Bool, readOnly: Bool, permissions: UInt16) throws(LarderError) -> FileDescriptor {
         guard !path.isEmpty else { throw LarderError(.invalidArgument, "empty path") }
         var flags = (readOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC
-        var info = stat()
         // A directory is refused the same way in either mode (opening one for writing fails).
-        if stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG {
+        if let info = try? SystemCall.status(path), (info.st_mode & S_IFMT) != S_IFREG {
             throw LarderError(.invalidArgument, "not a regular file", path: path)
         }
         if create && !readOnly { flags |= O_CREAT }
@@ -28,14 +27,8 @@ struct FileDescriptor {
         }
         lrd_fill_standard_descriptors()
         do throws(LarderError) {
-            #if canImport(Darwin)
-            let fd = try SystemCall.retrying("open") { Darwin.open(path, flags, mode_t(permissions)) }
-            #elseif canImport(Glibc)
-            let fd = try SystemCall.retrying("open") { Glibc.open(path, flags, mode_t(permissions)) }
-            #else
-            let fd = try SystemCall.retrying("open") { Musl.open(path, flags, mode_t(permissions)) }
-            #endif
-            if fstat(fd, &info) != 0 || (info.st_mode & S_IFMT) != S_IFREG {
+            let fd = try SystemCall.open(path, flags, mode_t(permissions))
+            guard let info = try? SystemCall.status(descriptor: fd), (info.st_mode & S_IFMT) == S_IFREG else {
                 closeNumber(fd)
                 throw LarderError(.invalidArgument, "not a regular file")
             }
@@ -49,13 +42,11 @@ struct FileDescriptor {
     }
 
     func size() throws(LarderError) -> Int {
-        var info = stat()
         do throws(LarderError) {
-            try SystemCall.retrying("fstat") { fstat(rawValue, &info) }
+            return Int(try SystemCall.status(descriptor: rawValue).st_size)
         } catch {
             throw error.at(path)
         }
-        return Int(info.st_size)
     }
 
     /// Reads up to `count` bytes at `offset`; fewer at the end of the file.
@@ -64,14 +55,15 @@ struct FileDescriptor {
         var done = 0
         while done < count {
             let result = buffer.withUnsafeMutableBytes { raw in
-                pread(rawValue, raw.baseAddress! + done, count - done, off_t(offset + done))
+                Result { () throws(LarderError) in
+                    try SystemCall.read(rawValue, into: raw.baseAddress! + done, count: count - done, at: offset + done)
+                }
             }
-            if result == 0 { break }
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw SystemCall.error("read", errno: errno).at(path)
+            switch result {
+            case .success(0): return Array(buffer.prefix(done))
+            case .success(let count): done += count
+            case .failure(let error): throw error.at(path)
             }
-            done += result
         }
         return Array(buffer.prefix(done))
     }
@@ -81,27 +73,21 @@ struct FileDescriptor {
         var done = 0
         while done < bytes.count {
             let result = bytes.withUnsafeBytes { raw in
-                pwrite(rawValue, raw.baseAddress! + done, bytes.count - done, off_t(offset + done))
+                Result { () throws(LarderError) in
+                    try SystemCall.write(rawValue, from: raw.baseAddress! + done, count: bytes.count - done, at: offset + done)
+                }
             }
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw SystemCall.error("write", errno: errno).at(path)
+            switch result {
+            case .success(let count): done += count
+            case .failure(let error): throw error.at(path)
             }
-            done += result
         }
     }
 
     /// Waits until what was written to the file is on the disk.
     func synchronize() throws(LarderError) {
         do throws(LarderError) {
-            #if canImport(Darwin)
-            // fsync on Apple platforms does not flush the drive's cache; F_FULLFSYNC does.
-            if fcntl(rawValue, F_FULLFSYNC) == -1 {
-                try SystemCall.retrying("fsync") { fsync(rawValue) }
-            }
-            #else
-            try SystemCall.retrying("fsync") { fsync(rawValue) }
-            #endif
+            try SystemCall.synchronize(rawValue)
         } catch {
             throw error.at(path)
         }
@@ -110,15 +96,13 @@ struct FileDescriptor {
     /// Whether `path` still names the file this descriptor has open. A file renamed over it
     /// (a compaction) or its removal leaves the descriptor on a file no one else will open.
     func isStillLinked(at path: String) throws(LarderError) -> Bool {
-        var open = stat()
-        var named = stat()
+        let open: FileIdentity
         do throws(LarderError) {
-            try SystemCall.retrying("fstat") { fstat(rawValue, &open) }
+            open = FileIdentity(try SystemCall.status(descriptor: rawValue))
         } catch {
             throw error.at(path)
         }
-        guard stat(path, &named) == 0 else { return false }
-        return open.st_dev == named.st_dev && open.st_ino == named.st_ino
+        return FileIdentity(path: path) == open
     }
 
     enum LockMode: Int32 {
@@ -173,15 +157,15 @@ struct FileDescriptor {
         return rc == 1
     }
 
-    /// Closes the file but keeps the number, which names `/dev/null` until `close()`. Where locks
-    /// belong to the process (Apple platforms), closing any descriptor of a file drops every lock
-    /// the process holds on it: a store's descriptor closed only when its last `Cache` goes away,
-    /// which may be long after the store closed and the process opened the file anew, would drop
-    /// the new store's locks. A closing store retires its descriptor instead, before the
-    /// registry forgets it, while its mapping, which needs none, lives on. The number stays taken so
-    /// that nothing still holding it can reach a file opened later under the same number. (Where
-    /// the process has the file open on another descriptor meanwhile, the number goes on naming
-    /// the file until that one goes, and is pointed at `/dev/null` only then: `ProcessLockTable`.)
+    /// Closes the file but keeps the number, which names `/dev/null` until `close()`.
+    ///
+    /// Where locks belong to the process (Apple platforms), closing any descriptor of a file
+    /// drops every lock the process holds on it. A store's descriptor closed only when its last
+    /// `Cache` goes away would drop the locks of a store opened on the file since. So a closing
+    /// store retires its descriptor instead; its mapping needs none. The number stays taken, so
+    /// that nothing still holding it reaches a file opened later under that number. Where the
+    /// process has the file open on another descriptor, the number names the file until that
+    /// one goes (`ProcessLockTable`).
     func retire() {
         if Self.locksBelongToDescriptors {
             _ = lrd_retire_descriptor(rawValue)
@@ -202,12 +186,6 @@ struct FileDescriptor {
 
     /// `close(2)`, for a number that is closed for good.
     static func closeNumber(_ descriptor: Int32) {
-        #if canImport(Darwin)
-        _ = Darwin.close(descriptor)
-        #elseif canImport(Glibc)
-        _ = Glibc.close(descriptor)
-        #else
-        _ = Musl.close(descriptor)
-        #endif
+        SystemCall.close(descriptor)
     }
 }

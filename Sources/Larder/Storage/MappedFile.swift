@@ -10,16 +10,23 @@ import CLarderSupport
 /// An open cache file and one shared mapping of it: the only owner of the descriptor and of
 /// the raw mapped address.
 ///
+/// Other types reach the map only through what this one hands out: checked byte ranges
+/// (`bytes`, `mutableBytes`), typed words (`load`, `store`, the atomics), the shared-state page
+/// (`sharedPage`), index slots (`slots`), and the start of the map for `ReadView`
+/// (`viewBase`), whose readers check each offset against their limit.
+///
 /// The mapping covers `mappedLength` bytes (the cache's capacity) from the start, even while the
 /// file itself is shorter: the file then grows in place and the mapping never moves, so no pointer
 /// handed out inside one process is ever invalidated by growth. Bytes at or past `size` are never
 /// touched (that would be SIGBUS); every accessor checks its range against `size`.
+///
+/// Invariant, checked in debug builds by `checkInvariants()`: `0 <= size <= mappedLength`.
 final class MappedFile {
     let descriptor: FileDescriptor
     var path: String { descriptor.path }
     let isReadOnly: Bool
     /// Start of the mapping. Valid for `mappedLength` bytes of address space, `size` bytes of file.
-    let base: UnsafeMutableRawPointer
+    private let base: UnsafeMutableRawPointer
     let mappedLength: Int
     /// Current length of the file in bytes; always a multiple of the page size once formatted.
     private(set) var size: Int
@@ -33,12 +40,7 @@ final class MappedFile {
             // Never believe in more file than is mapped: bytes past the mapping are not ours.
             size = min(try descriptor.size(), mappedLength)
             guard mappedLength > 0 else { throw LarderError(.invalidArgument, "empty mapping") }
-            let protection = readOnly ? PROT_READ : (PROT_READ | PROT_WRITE)
-            guard let address = mmap(nil, mappedLength, protection, MAP_SHARED, descriptor.rawValue, 0),
-                  address != MAP_FAILED else {
-                throw SystemCall.error("mmap", errno: errno)
-            }
-            base = address
+            base = try SystemCall.map(descriptor.rawValue, length: mappedLength, writable: !readOnly)
             self.mappedLength = mappedLength
         } catch {
             throw error.at(descriptor.path)
@@ -46,7 +48,7 @@ final class MappedFile {
     }
 
     deinit {
-        munmap(base, mappedLength)
+        SystemCall.unmap(base, length: mappedLength)
         descriptor.close()
     }
 
@@ -60,6 +62,13 @@ final class MappedFile {
     func adoptSize(_ newSize: Int) {
         precondition(newSize >= 0 && newSize <= mappedLength)
         size = newSize
+        checkInvariants()
+    }
+
+    private func checkInvariants() {
+        #if DEBUG
+        precondition(size >= 0 && size <= mappedLength, "the file's size is outside the mapping")
+        #endif
     }
 
     /// Cuts the file on disk back to `end` (the ring's end) when it is longer. What lies past the
@@ -71,11 +80,12 @@ final class MappedFile {
         precondition(!isReadOnly && end >= 0)
         guard try descriptor.size() > end else { return }
         do throws(LarderError) {
-            try SystemCall.retrying("ftruncate") { ftruncate(descriptor.rawValue, off_t(end)) }
+            try SystemCall.truncate(descriptor.rawValue, to: end)
         } catch {
             throw error.at(path)
         }
         size = min(size, end)
+        checkInvariants()
     }
 
     /// Makes the file `newSize` bytes long with disk space reserved for all of it, so that later
@@ -90,10 +100,11 @@ final class MappedFile {
         if rc != 0 {
             // posix_fallocate may have extended the file partly; cut it back so that the
             // length we believe in is the length whose blocks are really reserved.
-            _ = ftruncate(descriptor.rawValue, off_t(size))
+            try? SystemCall.truncate(descriptor.rawValue, to: size)
             throw SystemCall.error("reserve \(newSize - size) bytes", errno: rc).at(path)
         }
         size = newSize
+        checkInvariants()
     }
 
     /// Reserves disk space for the holes in the file's first `size` bytes (a file copied sparse),
@@ -108,17 +119,52 @@ final class MappedFile {
     /// Writes dirty pages in `[offset, offset + length)` back and waits for the disk.
     func flush(_ offset: Int = 0, _ length: Int? = nil, durable: Bool = true) throws(LarderError) {
         guard !isReadOnly else { return }
-        let pageMask = Int(getpagesize()) - 1
+        let pageMask = SystemCall.systemPageSize - 1
         let start = offset & ~pageMask
         let end = min(size, offset + (length ?? size))
         if end > start {
             do throws(LarderError) {
-                try SystemCall.retrying("msync") { msync(base + start, end - start, MS_SYNC) }
+                try SystemCall.flush(base + start, length: end - start)
             } catch {
                 throw error.at(path)
             }
         }
         if durable { try descriptor.synchronize() }
+    }
+
+    // MARK: - Views handed out
+
+    /// The start of the map, for `ReadView` and `PublishedView`. Their readers check every
+    /// offset against a limit no larger than `size` before they touch it.
+    @inline(__always)
+    var viewBase: UnsafeMutableRawPointer { base }
+
+    /// A number no other map of this process has while this one lives: its address.
+    var mappingTag: UInt64 { UInt64(UInt(bitPattern: base)) }
+
+    /// The `length` bytes at `offset` that every process shares as words (`SharedState`). The
+    /// range lies inside the mapping; callers touch it only once the file holds it.
+    func sharedPage(at offset: Int, length: Int) -> UnsafeMutableRawPointer {
+        precondition(offset >= 0 && length >= 0 && offset + length <= mappedLength, "the shared page is outside the mapping")
+        return base + offset
+    }
+
+    /// The `count` 64-bit slots at `offset` (an index segment's table), 8-byte aligned and inside
+    /// the file.
+    func slots(at offset: Int, count: Int) -> UnsafeMutablePointer<UInt64> {
+        precondition(offset & 7 == 0 && count >= 0 && contains(offset, count * 8), "slots outside the file")
+        return (base + offset).assumingMemoryBound(to: UInt64.self)
+    }
+
+    /// Whether the system can map pages of this file ahead of their first store.
+    var canPopulateAhead: Bool { !isReadOnly && lrd_populate_for_writing(base, 0) == 0 }
+
+    /// Maps the pages of `range` ready for writing on a thread of its own, which calls
+    /// `done(context)` at its end. False when no thread could be started (`done` is not called).
+    func populateInBackground(_ range: Range<Int>, done: @convention(c) (UnsafeMutableRawPointer?) -> Void,
+                              context: UnsafeMutableRawPointer) -> Bool {
+        precondition(range.lowerBound >= 0 && range.upperBound <= mappedLength, "pages outside the mapping")
+        return lrd_populate_in_background(base + range.lowerBound, range.count, done, context) == 0
     }
 
     // MARK: - Typed access (little-endian, unaligned-safe)

@@ -25,7 +25,7 @@ final class PageWarmer {
     static let window = 8 << 20
 
     private let fileSize: () -> Int
-    private let systemPageSize = Int(getpagesize())
+    private let systemPageSize = SystemCall.systemPageSize
     private let schedule: (Range<Int>) -> Void
     /// Offsets below this were mapped already, warmed, or are not fresh.
     private(set) var warmedUpTo: Int
@@ -40,7 +40,7 @@ final class PageWarmer {
     /// A warmer for `file` whose jobs run on threads of their own, or nil where the system cannot
     /// map pages ahead.
     static func warming(_ file: MappedFile) -> PageWarmer? {
-        guard !file.isReadOnly, lrd_populate_for_writing(file.base, 0) == 0 else { return nil }
+        guard file.canPopulateAhead else { return nil }
         return PageWarmer(fileSize: { file.size }, schedule: { range in WarmingJob.start(file, range) })
     }
 
@@ -75,11 +75,11 @@ private final class WarmingJob {
     static func start(_ file: MappedFile, _ range: Range<Int>) {
         let job = Unmanaged.passRetained(WarmingJob(file: file))
         _ = lrd_fetch_add_u64(PageWarmer.jobsRunning.pointer, 1)
-        let rc = lrd_populate_in_background(file.base + range.lowerBound, range.count, { context in
+        let started = file.populateInBackground(range, done: { context in
             Unmanaged<WarmingJob>.fromOpaque(context!).release()
             _ = lrd_fetch_add_u64(PageWarmer.jobsRunning.pointer, UInt64.max)
-        }, job.toOpaque())
-        if rc != 0 {
+        }, context: job.toOpaque())
+        if !started {
             // No thread (resources exhausted): the writer faults the pages itself.
             job.release()
             _ = lrd_fetch_add_u64(PageWarmer.jobsRunning.pointer, UInt64.max)

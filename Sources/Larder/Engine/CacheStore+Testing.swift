@@ -1,0 +1,29 @@
+/// The names tests use for what `EngineTestHooks` holds, and for the allocator's switches.
+extension CacheStore {
+    static var recoveryAtOpenHook: ((String) -> Void)? {
+        get { EngineTestHooks.recoveryAtOpen }
+        set { EngineTestHooks.recoveryAtOpen = newValue }
+    }
+
+    var listingStepHook: (([UInt64]) -> Void)? {
+        get { testHooks.listingStep }
+        set { testHooks.listingStep = newValue }
+    }
+
+    var recordsPassedInPlace: Int { testHooks.recordsPassedInPlace }
+    var lapsGivenUp: Int { testHooks.lapsGivenUp }
+    var recordsPlacedInDeadRoom: Int { testHooks.recordsPlacedInDeadRoom }
+
+    /// Off only in tests of the ring's own reuse of room, which large records meet when no listed
+    /// room fits them.
+    var reusesDeadRoom: Bool {
+        get { allocator.value.deadRooms.isEnabled }
+        set { allocator.value.deadRooms.isEnabled = newValue }
+    }
+
+    /// Off only in tests of the ring's own reuse of room, which values that change size meet.
+    var rewritesInPlace: Bool {
+        get { allocator.value.deadRooms.rewritesInPlace }
+        set { allocator.value.deadRooms.rewritesInPlace = newValue }
+    }
+}
