@@ -54,8 +54,10 @@ public struct TypedCache<Key, Value>: Sendable {
     /// The value of `key`: from memory while the file still holds the record it came from,
     /// otherwise from the file.
     ///
-    /// - Parameter placement: Where to look (see ``Cache/Placement``); memory, then the file,
-    ///   by default.
+    /// - Parameters:
+    ///   - key: The key, of this view's type.
+    ///   - placement: Where to look (see ``Cache/Placement``); memory, then the file, by
+    ///     default.
     /// - Returns: The value, or `nil` when the key is missing or expired.
     /// - Throws: As ``Cache/value(_:forKey:coder:placement:)-(_,CacheKey,_,_)`` or
     ///   ``Cache/value(forKey:using:placement:)``.
@@ -66,6 +68,8 @@ public struct TypedCache<Key, Value>: Sendable {
     /// Stores `value` for `key`.
     ///
     /// - Parameters:
+    ///   - value: The value.
+    ///   - key: The key, of this view's type.
     ///   - expiry: When the entry stops being returned; `nil` uses the cache's default.
     ///   - placement: Memory and file (the default), memory only or file only.
     /// - Throws: As ``Cache/set(_:forKey:expiry:compression:coder:placement:)`` or
