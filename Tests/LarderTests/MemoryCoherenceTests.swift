@@ -115,7 +115,7 @@ struct MemoryCoherenceTests {
         let path = directory.path()
         let cache = try remembered(at: path)
         let store = cache.entry.store
-        let identity = try #require(try cache.liveIdentity(forKey: Data("p".utf8)))
+        let identity = try #require(try cache.liveIdentity(forKey: MemoryKey("p")))
         guard case .entry(let remembered) = identity else { Issue.record("no entry"); return }
         // A writer dies writing over the record in place (FORMAT.md 6.9: marked dead, the new
         // value half copied); the next writer repairs the file.
@@ -126,7 +126,7 @@ struct MemoryCoherenceTests {
         }
         try cache.set(Profile.make(1, version: 7), forKey: "p", placement: .fileOnly)
         #expect(cache.stats.recoveries == 1)
-        guard case .entry(let now) = try cache.liveIdentity(forKey: Data("p".utf8)) else { Issue.record("no entry"); return }
+        guard case .entry(let now) = try cache.liveIdentity(forKey: MemoryKey("p")) else { Issue.record("no entry"); return }
         #expect(now.sequence > remembered.sequence, "recovery counted on from the records it kept only")
         #expect(try cache.value(Profile.self, forKey: "p")?.version == 7)
     }

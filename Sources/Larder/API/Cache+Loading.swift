@@ -222,7 +222,7 @@ extension Cache {
                                         coder: (any CacheCoder)?, loadBegan: LoadStart) throws -> Data {
         let data = try encoded(value, coder: coder)
         if let identity = try storeLoadedIfPossible(data, forKey: key, expiry: expiry, loadBegan: loadBegan) {
-            memory?.insert(value, forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder),
+            memory?.insert(value, forKey: MemoryKey(key), kind: MemoryKind(Value.self, coder: coder ?? options.coder),
                            origin: .record(identity), cost: Cache.codableCost(data.count))
         }
         return data

@@ -105,37 +105,37 @@ extension Cache {
             guard let data = try data(forKey: key) else { return nil }
             return try decode(data)
         }
-        let keyData = key.withCacheKeyBytes { Data($0) }
+        let memoryKey = MemoryKey(key)
         try ensureOpen()
         var current: CacheStore.IdentityLookup?
-        if let (object, origin) = memory.object(forKey: keyData, kind: kind), let value = object as? Value {
+        if let (object, origin) = memory.object(forKey: memoryKey, kind: kind), let value = object as? Value {
             switch origin {
             case .memoryOnly:
-                memory.countHit(forKey: keyData)
+                memory.countHit(forKey: memoryKey)
                 return value
             case .record(let identity):
-                let now = try liveIdentity(forKey: keyData)
+                let now = try liveIdentity(forKey: memoryKey)
                 if now == .entry(identity) {
-                    memory.countHit(forKey: keyData)
+                    memory.countHit(forKey: memoryKey)
                     return value
                 }
-                memory.remove(keyData, ifOrigin: origin)
+                memory.remove(memoryKey, ifOrigin: origin)
                 current = now
             }
         }
-        memory.countMiss(forKey: keyData)
+        memory.countMiss(forKey: memoryKey)
         if placement == .memoryOnly {
-            try keyData.withUnsafeBytes { bytes in Result { () throws(LarderError) in try store.validateKey(bytes) } }.get()
+            try memoryKey.bytes.withUnsafeBytes { bytes in Result { () throws(LarderError) in try store.validateKey(bytes) } }.get()
             return nil
         }
         // The identity before and after the copy: a key's current sequence number only grows, so
         // equal ones mean the bytes copied were that record's (FORMAT.md 7.7.8).
-        let before = try current ?? liveIdentity(forKey: keyData)
-        guard let data = try data(forKey: keyData) else { return nil }
+        let before = try current ?? liveIdentity(forKey: memoryKey)
+        guard let data = try data(forKey: memoryKey.bytes) else { return nil }
         let value = try decode(data)
         let valueCost = try checkedCost(cost(value, data.count))
-        if case .entry(let identity) = before, try liveIdentity(forKey: keyData) == before {
-            memory.insert(value, forKey: keyData, kind: kind, origin: .record(identity), cost: valueCost)
+        if case .entry(let identity) = before, try liveIdentity(forKey: memoryKey) == before {
+            memory.insert(value, forKey: memoryKey, kind: kind, origin: .record(identity), cost: valueCost)
         }
         return value
     }
@@ -146,7 +146,8 @@ extension Cache {
     func store<Value>(_ value: Value, forKey key: some CacheKey, kind: MemoryKind, placement: Placement,
                       expiry: Expiry?, compression: Compression?,
                       encode: (Value) throws -> Data, cost: (Value, Int?) throws -> Int) throws {
-        let keyData = key.withCacheKeyBytes { Data($0) }
+        let memoryKey = MemoryKey(key)
+        let keyData = memoryKey.bytes
         if placement == .memoryOnly {
             guard let memory else {
                 throw LarderError(.invalidArgument, "a memory-only write needs a memory tier (Options.memory)", path: path)
@@ -155,7 +156,7 @@ extension Cache {
             try keyData.withUnsafeBytes { bytes in Result { () throws(LarderError) in try store.validateKey(bytes) } }.get()
             if let expiry, !expiry.isNumber { throw notANumber() }
             let valueCost = try checkedCost(cost(value, nil))
-            memory.insert(value, forKey: keyData, kind: kind, origin: .memoryOnly, cost: valueCost)
+            memory.insert(value, forKey: memoryKey, kind: kind, origin: .memoryOnly, cost: valueCost)
             return
         }
         let data = try encode(value)
@@ -170,9 +171,9 @@ extension Cache {
             }
         }.get()
         if keep, let identity {
-            memory?.insert(value, forKey: keyData, kind: kind, origin: .record(identity), cost: valueCost)
+            memory?.insert(value, forKey: memoryKey, kind: kind, origin: .record(identity), cost: valueCost)
         } else {
-            memory?.remove(keyData)
+            memory?.remove(memoryKey)
         }
     }
 
@@ -188,16 +189,16 @@ extension Cache {
     }
 
     /// The identity of `key`'s live, unexpired entry, from one lookup without a lock.
-    func liveIdentity(forKey key: Data) throws(LarderError) -> CacheStore.IdentityLookup {
-        try key.withUnsafeBytes { bytes in
+    func liveIdentity(forKey key: MemoryKey) throws(LarderError) -> CacheStore.IdentityLookup {
+        try key.bytes.withUnsafeBytes { bytes in
             Result { () throws(LarderError) in
-                try read(bytes) { (view) throws(LarderError) in try store.liveIdentity(forKey: bytes, in: view) }
+                try read(bytes) { (view) throws(LarderError) in try store.liveIdentity(forKey: bytes, hash: key.hash, in: view) }
             }
         }.get()
     }
 
-    /// Drops the objects of `keys` from memory (removed from the file through this handle).
+    /// Drops the object of `key` from memory (removed from the file through this handle).
     func forgetInMemory(_ key: UnsafeRawBufferPointer) {
-        memory?.remove(Data(key))
+        memory?.remove(MemoryKey(key))
     }
 }

@@ -34,10 +34,12 @@ extension CacheStore {
     ///
     /// - Throws: `.staleView` when the file's change counter moved past `view`
     ///   (`Cache.read` refreshes the view and calls again); a key's length error.
-    func liveIdentity(forKey key: UnsafeRawBufferPointer, in view: ReadView) throws(LarderError) -> IdentityLookup {
+    ///
+    /// - Parameter hash: `key`'s XXH64 (`KeyHash(key).value`), which the caller has at hand.
+    func liveIdentity(forKey key: UnsafeRawBufferPointer, hash: UInt64, in view: ReadView) throws(LarderError) -> IdentityLookup {
         try validateKey(key)
         let epoch = state.indexEpoch
-        guard let found = view.lookup(key, hash: KeyHash(key), migrationCursor: state.migrationCursor) else {
+        guard let found = view.lookup(key, hash: KeyHash(precomputed: hash), migrationCursor: state.migrationCursor) else {
             if state.changeCounter != view.changeCounter { throw LarderError.staleView }
             return epoch & 1 == 0 && state.indexEpoch == epoch ? .absent : .unsettled
         }
@@ -55,5 +57,12 @@ extension CacheStore {
     /// it (nil when it holds none).
     func identityOfEntry(forKey key: UnsafeRawBufferPointer) -> RecordIdentity? {
         lookup(key, hash: KeyHash(key)).map { RecordIdentity(offset: $0.offset, sequence: $0.header.sequence) }
+    }
+}
+
+extension KeyHash {
+    /// The hash whose value, `KeyHash(key).value`, the caller kept.
+    init(precomputed value: UInt64) {
+        self.value = value
     }
 }

@@ -12,7 +12,7 @@ import Foundation
 /// atomic words, so that a read counts its outcome without a second trip through the lock.
 final class MemoryShard: @unchecked Sendable {
     struct Node {
-        var key: Data
+        var key: MemoryKey
         var object: Any
         /// The conversion the object was decoded or encoded with (its type).
         var kind: MemoryKind
@@ -25,8 +25,9 @@ final class MemoryShard: @unchecked Sendable {
     }
 
     let lock = ShardLock()
-    private var index: [Data: Int] = [:]
-    private var nodes: [Node?] = []
+    private var index: [MemoryKey: Int] = [:]
+    /// Nodes in use and free ones (listed in `freeNodes`, their object and key let go).
+    private var nodes: [Node] = []
     private var freeNodes: [Int] = []
     private var newest = -1
     private var oldest = -1
@@ -52,19 +53,19 @@ final class MemoryShard: @unchecked Sendable {
     var misses: UInt64 { lrd_load_relaxed_u64(counters + 1) }
 
     /// Under `lock`: the object of `key`, marked visited.
-    func find(_ key: Data) -> (object: Any, kind: MemoryKind, origin: MemoryOrigin)? {
+    func find(_ key: MemoryKey) -> (object: Any, kind: MemoryKind, origin: MemoryOrigin)? {
         guard let position = index[key] else { return nil }
-        nodes[position]!.visited = true
-        let node = nodes[position]!
-        return (node.object, node.kind, node.origin)
+        // Field by field: a copy of the whole node would retain its key and object both.
+        nodes[position].visited = true
+        return (nodes[position].object, nodes[position].kind, nodes[position].origin)
     }
 
     /// Under `lock`: `object` for `key`, newest, replacing any other; returns the cost added
     /// (negative when the object replaced cost more).
-    func insert(_ key: Data, object: Any, kind: MemoryKind, origin: MemoryOrigin, cost objectCost: Int) -> Int {
+    func insert(_ key: MemoryKey, object: Any, kind: MemoryKind, origin: MemoryOrigin, cost objectCost: Int) -> Int {
         var added = objectCost
         if let position = index[key] {
-            added -= nodes[position]!.cost
+            added -= nodes[position].cost
             unlink(position)
             free(position)
             index[key] = nil
@@ -79,7 +80,7 @@ final class MemoryShard: @unchecked Sendable {
             position = nodes.count
             nodes.append(node)
         }
-        if newest >= 0 { nodes[newest]!.prev = position }
+        if newest >= 0 { nodes[newest].prev = position }
         newest = position
         if oldest < 0 { oldest = position }
         index[key] = position
@@ -89,9 +90,9 @@ final class MemoryShard: @unchecked Sendable {
 
     /// Under `lock`: removes `key`'s object (only when it has `origin`, if given); returns its cost.
     @discardableResult
-    func remove(_ key: Data, ifOrigin origin: MemoryOrigin? = nil) -> Int? {
-        guard let position = index[key], origin == nil || nodes[position]!.origin == origin else { return nil }
-        let removed = nodes[position]!.cost
+    func remove(_ key: MemoryKey, ifOrigin origin: MemoryOrigin? = nil) -> Int? {
+        guard let position = index[key], origin == nil || nodes[position].origin == origin else { return nil }
+        let removed = nodes[position].cost
         unlink(position)
         free(position)
         index[key] = nil
@@ -103,17 +104,17 @@ final class MemoryShard: @unchecked Sendable {
     func evictOne() -> Int? {
         guard oldest >= 0 else { return nil }
         var position = hand >= 0 ? hand : oldest
-        while nodes[position]!.visited {
-            nodes[position]!.visited = false
-            position = nodes[position]!.prev >= 0 ? nodes[position]!.prev : oldest
+        while nodes[position].visited {
+            nodes[position].visited = false
+            position = nodes[position].prev >= 0 ? nodes[position].prev : oldest
         }
         hand = position
-        return remove(nodes[position]!.key)
+        return remove(nodes[position].key)
     }
 
     /// Under `lock`: drops the objects whose keys `predicate` picks; returns their cost.
     func removeAll(where predicate: (Data) -> Bool) -> Int {
-        index.keys.filter(predicate).reduce(0) { sum, key in sum + (remove(key) ?? 0) }
+        index.keys.filter { predicate($0.bytes) }.reduce(0) { sum, key in sum + (remove(key) ?? 0) }
     }
 
     /// Under `lock`: drops every object.
@@ -126,14 +127,15 @@ final class MemoryShard: @unchecked Sendable {
 
     /// Takes the node at `position` out of the queue; the hand moves on to the next newer one.
     private func unlink(_ position: Int) {
-        let node = nodes[position]!
+        let node = nodes[position]
         if hand == position { hand = node.prev }
-        if node.prev >= 0 { nodes[node.prev]!.next = node.next } else { newest = node.next }
-        if node.next >= 0 { nodes[node.next]!.prev = node.prev } else { oldest = node.prev }
+        if node.prev >= 0 { nodes[node.prev].next = node.next } else { newest = node.next }
+        if node.next >= 0 { nodes[node.next].prev = node.prev } else { oldest = node.prev }
     }
 
     private func free(_ position: Int) {
-        nodes[position] = nil
+        nodes[position].object = ()
+        nodes[position].key = MemoryKey.none
         freeNodes.append(position)
     }
 }

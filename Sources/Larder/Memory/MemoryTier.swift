@@ -10,7 +10,6 @@ import Foundation
 final class MemoryTier: @unchecked Sendable {
     let limits: MemoryLimits
     private let shards: [MemoryShard]
-    private let shardShift: Int
     private let countPerShard: Int
     /// The cost of every object held, as a wrapping two's-complement sum.
     private let totalCost = AtomicWord()
@@ -27,36 +26,34 @@ final class MemoryTier: @unchecked Sendable {
         var count = 1
         while count < 16 && limits.count / (count * 2) >= 64 { count *= 2 }
         shards = (0..<count).map { _ in MemoryShard() }
-        shardShift = 64 - count.trailingZeroBitCount
         countPerShard = limits.count / count
         #if canImport(Darwin)
         pressureWatch = MemoryPressureWatch(tier: self)
         #endif
     }
 
-    /// The shard of `key`: the hash's high bits (the dictionaries inside use the low ones).
+    /// The shard of `key`: the hash's low bits (the dictionaries inside hash the hash again).
     @inline(__always)
-    private func shard(of key: Data) -> (MemoryShard, Int) {
-        guard shards.count > 1 else { return (shards[0], 0) }
-        let index = Int(truncatingIfNeeded: UInt64(UInt(bitPattern: key.hashValue)) >> UInt64(shardShift))
+    private func shard(of key: MemoryKey) -> (MemoryShard, Int) {
+        let index = Int(truncatingIfNeeded: key.hash) & (shards.count - 1)
         return (shards[index], index)
     }
 
     /// The object of `key` if it was kept by a conversion of kind `kind`, and where it came from.
     /// Counts nothing: the caller counts a hit or a miss once it has checked the origin.
-    func object(forKey key: Data, kind: MemoryKind) -> (object: Any, origin: MemoryOrigin)? {
+    func object(forKey key: MemoryKey, kind: MemoryKind) -> (object: Any, origin: MemoryOrigin)? {
         let (shard, _) = shard(of: key)
         guard let found = shard.lock.withLock({ shard.find(key) }), found.kind == kind else { return nil }
         return (found.object, found.origin)
     }
 
-    func countHit(forKey key: Data) { shard(of: key).0.countHit() }
-    func countMiss(forKey key: Data) { shard(of: key).0.countMiss() }
+    func countHit(forKey key: MemoryKey) { shard(of: key).0.countHit() }
+    func countMiss(forKey key: MemoryKey) { shard(of: key).0.countMiss() }
 
     /// Keeps `object` for `key`, replacing what was there, and evicts to stay within the limits.
     /// An object whose cost alone is over the cost limit is not kept (and the key's older one
     /// goes).
-    func insert(_ object: Any, forKey key: Data, kind: MemoryKind, origin: MemoryOrigin, cost: Int) {
+    func insert(_ object: Any, forKey key: MemoryKey, kind: MemoryKind, origin: MemoryOrigin, cost: Int) {
         let (shard, index) = shard(of: key)
         guard cost <= limits.cost.bytes else {
             remove(key)
@@ -73,7 +70,7 @@ final class MemoryTier: @unchecked Sendable {
 
     /// Drops the object of `key`; with `origin`, only if it still has that origin (a newer one
     /// kept meanwhile stays).
-    func remove(_ key: Data, ifOrigin origin: MemoryOrigin? = nil) {
+    func remove(_ key: MemoryKey, ifOrigin origin: MemoryOrigin? = nil) {
         let (shard, _) = shard(of: key)
         if let removed = shard.lock.withLock({ shard.remove(key, ifOrigin: origin) }) { addCost(-removed) }
     }
