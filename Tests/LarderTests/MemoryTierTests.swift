@@ -252,3 +252,21 @@ struct MemoryTierTests {
         }
     }
 }
+
+extension MemoryTierTests {
+    /// Raw bytes read or written as typed values stay out of memory (their "decoding" is a copy),
+    /// unless a call asks for memory only.
+    @Test func rawBytesAreNotKeptInMemoryBesideTheFile() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set(Data([1, 2]), forKey: "d", coder: nil)
+        try cache.set([UInt8]([3]), forKey: "u", coder: nil)
+        #expect(try cache.synchronously { () throws in try cache.value(Data.self, forKey: "d") } == Data([1, 2]))
+        #expect(try cache.synchronously { () throws in try cache.value([UInt8].self, forKey: "u") } == [3])
+        let loaded = try await cache.value(Data.self, forKey: "l") { Data([4]) }
+        #expect(loaded == Data([4]))
+        #expect(cache.memoryUsage.count == 0)
+        try cache.set(Data([5]), forKey: "m", coder: nil, placement: .memoryOnly)
+        #expect(cache.memoryUsage.count == 1 && cache.count == 3)
+    }
+}

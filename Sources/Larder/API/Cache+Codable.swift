@@ -119,7 +119,8 @@ extension Cache {
     public func set<Value: Encodable>(_ value: Value, forKey key: some CacheKey, expiry: Expiry? = nil,
                                       compression: Compression? = nil, coder: (any CacheCoder)? = nil,
                                       placement: Placement = .memoryAndFile) throws {
-        try store(value, forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder), placement: placement,
+        try store(value, forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder),
+                  placement: Cache.placement(placement, of: Value.self),
                   expiry: expiry, compression: compression, encode: { try encoded($0, coder: coder) },
                   cost: { value, byteCount in try Cache.codableCost(byteCount ?? encoded(value, coder: coder).count) })
     }
@@ -145,9 +146,17 @@ extension Cache {
     /// The corresponding C function is `larder_get_alloc` (which returns the bytes).
     public func value<Value: Decodable>(_ type: Value.Type = Value.self, forKey key: some CacheKey,
                                         coder: (any CacheCoder)? = nil, placement: Placement = .memoryAndFile) throws -> Value? {
-        try rememberedValue(forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder), placement: placement,
+        try rememberedValue(forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder),
+                            placement: Cache.placement(placement, of: Value.self),
                             decode: { try decoded(type, from: $0, coder: coder) },
                             cost: { _, byteCount in Cache.codableCost(byteCount ?? 0) })
+    }
+
+    /// Where a typed call of `Value` goes when it asked for `placement`: raw bytes (`Data`,
+    /// `[UInt8]`) are not kept in memory beside the file (their "decoding" is a copy), only when
+    /// a call asks for memory alone.
+    static func placement(_ placement: Placement, of type: Any.Type) -> Placement {
+        placement == .memoryAndFile && (type == Data.self || type == [UInt8].self) ? .fileOnly : placement
     }
 
     /// What a `Codable` value costs in memory: the length of its encoded bytes, at least 1.

@@ -61,7 +61,8 @@ extension Cache {
         for key in try keys(withPrefix: prefix) {
             let value: Value?
             do {
-                value = try rememberedValue(forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder), placement: .memoryAndFile,
+                value = try rememberedValue(forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder),
+                                        placement: Cache.placement(.memoryAndFile, of: Value.self),
                                             decode: { try decoded(type, from: $0, coder: coder) },
                                             cost: { _, byteCount in Cache.codableCost(byteCount ?? 0) })
             } catch let error as LarderError {

@@ -189,7 +189,8 @@ extension Cache {
                                                coder: (any CacheCoder)?) throws(LarderError) -> Cached<Value> {
         let value: Value?
         do {
-            value = try rememberedValue(forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder), placement: .memoryAndFile,
+            value = try rememberedValue(forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder),
+                                        placement: Cache.placement(.memoryAndFile, of: Value.self),
                                         decode: { try decoded(type, from: $0, coder: coder) },
                                         cost: { _, byteCount in Cache.codableCost(byteCount ?? 0) })
         } catch let error as LarderError where error.code != .corrupt {
@@ -221,7 +222,8 @@ extension Cache {
     private func keep<Value: Encodable>(_ value: Value, forKey key: Data, expiry: Expiry?,
                                         coder: (any CacheCoder)?, loadBegan: LoadStart) throws -> Data {
         let data = try encoded(value, coder: coder)
-        if let identity = try storeLoadedIfPossible(data, forKey: key, expiry: expiry, loadBegan: loadBegan) {
+        if let identity = try storeLoadedIfPossible(data, forKey: key, expiry: expiry, loadBegan: loadBegan),
+           Cache.placement(.memoryAndFile, of: Value.self) == .memoryAndFile {
             memory?.insert(value, forKey: MemoryKey(key), kind: MemoryKind(Value.self, coder: coder ?? options.coder),
                            origin: .record(identity), cost: Cache.codableCost(data.count))
         }
