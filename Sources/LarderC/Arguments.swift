@@ -77,7 +77,8 @@ enum Arguments {
 
     /// `Cache.Options` from a `larder_options`, reading only the fields `struct_size` covers.
     static func options(_ pointer: UnsafePointer<larder_options>?) -> Result<Cache.Options, StatusError> {
-        var options = Cache.Options()
+        // C callers read bytes only: no memory tier of decoded objects.
+        var options = Cache.Options(memory: nil)
         guard let pointer else { return .success(options) }
         let raw = UnsafeRawPointer(pointer)
         let size = Int(raw.loadUnaligned(as: UInt32.self))

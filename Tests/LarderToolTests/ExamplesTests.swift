@@ -50,6 +50,10 @@ struct ExamplesTests {
         #expect(line("file ").hasSuffix("never more than the capacity: true"))
         #expect(line("favorites still on disk:") == "favorites still on disk: yes; photo 10 still on disk: no")
         #expect(line("favorites opened again:") == "favorites opened again: 0 downloads")
+        // Decoded pictures stay in memory within its limit (eight), their bytes in the file; a
+        // favorite is decoded again only when the file has moved its record (once a lap).
+        #expect(line("pictures in memory:") == "pictures in memory: 8 (3200 KB), 36 drawn from memory, 69 decoded")
+        #expect(line("favorites decoded again:") == "favorites decoded again: 0")
         #expect(line("trimmed to 500 KB:") == "trimmed to 500 KB: 13 evicted, 5 left (500 KB): 1.jpg 2.jpg 3.jpg 59.jpg 60.jpg")
         #expect(line("voice notes stored:") == "voice notes stored: 3")
         #expect(line("conversation deleted:") == "conversation deleted: 3 voice notes removed, 0 left")

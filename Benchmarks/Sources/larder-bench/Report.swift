@@ -227,6 +227,7 @@ struct Report {
         if !results.eviction.isEmpty { out.append(evictionSection()) }
         if let s = results.scale { out.append(scaleSection(s)) }
         if !results.compression.isEmpty { out.append(compressionSection()) }
+        if let typed = results.typed, !typed.isEmpty { out.append(typedSection(typed)) }
         out.append(methodSection())
         return out.joined(separator: "\n")
     }
@@ -399,6 +400,36 @@ struct Report {
                     Self.rate(raw.getOpsPerSecond), Self.rate(lz4.getOpsPerSecond)]
         }
         out.append(Self.table(["value", "LZ4 ratio", "puts/s raw", "puts/s LZ4", "gets/s raw", "gets/s LZ4"], rows))
+        out.append("")
+        return out.joined(separator: "\n")
+    }
+
+    func typedSection(_ typed: [TypedResult]) -> String {
+        var out = ["## Typed reads and objects in memory", ""]
+        out.append("""
+            Typed reads of \(results.plan.typedKeys) keys through the Swift API, each way on the same values: \
+            *decode every time* is `value(_:forKey:)` with no memory tier; *memory tier* answers from the decoded \
+            object after checking the key's record in the file (one lookup, no value read); *tier miss* has a \
+            tier of one object, so that nearly every read checks, misses, reads and decodes; NSCache and a \
+            Dictionary behind a mutex (`NSLock`) hold the same objects and check nothing. Reads per second, summed over \
+            the threads; the ratios are the memory tier's.
+
+            """)
+        let rows = typed.map { r -> [String] in
+            let get = { (way: String) in r.readsPerSecond[way] ?? 0 }
+            let tier = get("memory tier")
+            let ratio = { (way: String) in get(way) > 0 ? String(format: "%.2fx", tier / get(way)) : "-" }
+            return [r.value, r.distribution, "\(r.threads)"] + TypedBench.ways.map { Self.rate(get($0)) }
+                + [ratio("decode every time"), ratio("NSCache"), ratio("Dictionary + mutex")]
+        }
+        out.append(Self.table(["value", "keys", "threads"] + TypedBench.ways + ["tier / decode", "tier / NSCache", "tier / Dictionary"], rows))
+        let scaling = typed.filter { $0.threads == 2 }.compactMap { two -> String? in
+            guard let one = typed.first(where: { $0.value == two.value && $0.distribution == two.distribution && $0.threads == 1 }),
+                  let a = one.readsPerSecond["memory tier"], let b = two.readsPerSecond["memory tier"], a > 0 else { return nil }
+            return "\(two.value), \(two.distribution): \(String(format: "%.2fx", b / a))"
+        }
+        out.append("")
+        out.append("Memory tier, 2 threads over 1: " + scaling.joined(separator: "; ") + ".")
         out.append("")
         return out.joined(separator: "\n")
     }

@@ -17,6 +17,7 @@ struct RunResults: Codable, Sendable {
     var eviction: [EvictionResult] = []
     var scale: ScaleResult?
     var compression: [CompressionResult] = []
+    var typed: [TypedResult]? = nil
 }
 
 enum Run {
@@ -96,6 +97,11 @@ enum Run {
                         directory: scratch + "/lz4"))
                 }
             }
+        }
+        if plan.sections.contains("typed") {
+            progress("typed: \(plan.typedKeys) keys")
+            results.typed = try TypedBench.measure(keys: plan.typedKeys, seconds: plan.seconds, reps: plan.reps,
+                                                   directory: scratch + "/typed")
         }
         results.seconds = Double(bench_now_ns() - start) / 1e9
         results.loadAfter = System.loadAverage

@@ -57,14 +57,15 @@ extension Cache {
         try synchronously { () throws(LarderError) in try data(forKeys: keys) }
     }
 
-    /// The value stored for `key`, read and decoded off the caller's actor:
-    /// ``value(_:forKey:coder:)-(_,CacheKey,_)`` in `async` code.
+    /// The value stored for `key`, from memory or read and decoded off the caller's actor:
+    /// ``value(_:forKey:coder:placement:)-(_,CacheKey,_,_)`` in `async` code.
     ///
     /// The corresponding C function is `larder_get_alloc` (which returns the bytes).
     @concurrent
     public func value<Value: Decodable & Sendable>(_ type: Value.Type = Value.self, forKey key: some CacheKey & Sendable,
-                                                   coder: (any CacheCoder)? = nil) async throws -> Value? {
-        try synchronously { () throws in try value(type, forKey: key, coder: coder) }
+                                                   coder: (any CacheCoder)? = nil,
+                                                   placement: Placement = .memoryAndFile) async throws -> Value? {
+        try synchronously { () throws in try value(type, forKey: key, coder: coder, placement: placement) }
     }
 
     /// The keys that start with `prefix`, collected off the caller's actor:

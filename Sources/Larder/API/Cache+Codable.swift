@@ -108,14 +108,21 @@ extension Cache {
     ///   - expiry: When the entry stops being returned; `nil` uses `options.defaultExpiry`.
     ///   - compression: How to store the encoded bytes; `nil` uses `options.compression`.
     ///   - coder: How to encode; `nil` uses `options.coder` (JSON by default).
-    /// - Throws: What the coder throws when it cannot encode `value`; otherwise a ``LarderError``
-    ///   as from ``set(_:forKey:expiry:compression:)-(_,CacheKey,_,_)``.
+    ///   - placement: Where the value goes: the object in memory and its bytes in the file (the
+    ///     default), memory only, or the file only (<doc:ObjectsInMemory>).
+    /// - Throws: What the coder throws when it cannot encode `value`; `.invalidArgument` for
+    ///   `.memoryOnly` without a memory tier; otherwise a ``LarderError`` as from
+    ///   ``set(_:forKey:expiry:compression:)-(_,CacheKey,_,_)``.
     ///
     /// The corresponding C function is `larder_put` (with bytes you encode yourself).
     @_disfavoredOverload
-    public func set(_ value: some Encodable, forKey key: some CacheKey, expiry: Expiry? = nil,
-                    compression: Compression? = nil, coder: (any CacheCoder)? = nil) throws {
-        try set(encoded(value, coder: coder), forKey: key, expiry: expiry, compression: compression)
+    public func set<Value: Encodable>(_ value: Value, forKey key: some CacheKey, expiry: Expiry? = nil,
+                                      compression: Compression? = nil, coder: (any CacheCoder)? = nil,
+                                      placement: Placement = .memoryAndFile) throws {
+        try store(value, forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder),
+                  placement: Cache.placement(placement, of: Value.self),
+                  expiry: expiry, compression: compression, encode: { try encoded($0, coder: coder) },
+                  cost: { value, byteCount in try Cache.codableCost(byteCount ?? encoded(value, coder: coder).count) })
     }
 
     /// The value stored for `key`, decoded by `coder` as a `Value`, or `nil` when the key is
@@ -129,16 +136,31 @@ extension Cache {
     ///   - key: 1 to 4096 bytes.
     ///   - coder: How to decode; `nil` uses `options.coder` (JSON by default). It must match the
     ///     coder the value was stored with.
+    ///   - placement: Where to look: memory, then the file (the default); memory only; or the
+    ///     file only, which neither reads nor fills memory (<doc:ObjectsInMemory>). An object in
+    ///     memory is returned only while the file still holds the record it came from.
     /// - Throws: What the coder throws when the stored bytes are not a `Value` (a value stored
     ///   by an older version of your app, say); otherwise a ``LarderError`` as from
     ///   ``data(forKey:)-(CacheKey)``.
     ///
     /// The corresponding C function is `larder_get_alloc` (which returns the bytes).
     public func value<Value: Decodable>(_ type: Value.Type = Value.self, forKey key: some CacheKey,
-                                        coder: (any CacheCoder)? = nil) throws -> Value? {
-        guard let data = try data(forKey: key) else { return nil }
-        return try decoded(type, from: data, coder: coder)
+                                        coder: (any CacheCoder)? = nil, placement: Placement = .memoryAndFile) throws -> Value? {
+        try rememberedValue(forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder),
+                            placement: Cache.placement(placement, of: Value.self),
+                            decode: { try decoded(type, from: $0, coder: coder) },
+                            cost: { _, byteCount in Cache.codableCost(byteCount ?? 0) })
     }
+
+    /// Where a typed call of `Value` goes when it asked for `placement`: raw bytes (`Data`,
+    /// `[UInt8]`) are not kept in memory beside the file (their "decoding" is a copy), only when
+    /// a call asks for memory alone.
+    static func placement(_ placement: Placement, of type: Any.Type) -> Placement {
+        placement == .memoryAndFile && (type == Data.self || type == [UInt8].self) ? .fileOnly : placement
+    }
+
+    /// What a `Codable` value costs in memory: the length of its encoded bytes, at least 1.
+    static func codableCost(_ byteCount: Int) -> Int { max(byteCount, 1) }
 
     /// The bytes to store for `value`: raw bytes as they are, anything else through the coder.
     func encoded<Value: Encodable>(_ value: Value, coder: (any CacheCoder)?) throws -> Data {

@@ -43,7 +43,8 @@ extension Cache {
     ///
     /// The keys are taken first; an entry removed or expired before its turn is skipped, and so
     /// is one whose bytes do not decode as `Value` (with `Data` or `[UInt8]`, none is). Each
-    /// value is read as by ``value(_:forKey:coder:)-(_,CacheKey,_)``: it counts as a hit and as recent use.
+    /// value is read as by ``value(_:forKey:coder:placement:)-(_,CacheKey,_,_)``, through memory:
+    /// it counts as a hit (in memory or in the file) and as recent use.
     /// `body` may change the cache.
     ///
     /// - Parameters:
@@ -58,8 +59,18 @@ extension Cache {
                                           coder: (any CacheCoder)? = nil,
                                           _ body: (_ key: Data, _ value: Value) throws -> Void) throws {
         for key in try keys(withPrefix: prefix) {
-            guard let data = try data(forKey: key),
-                  let value = try? decoded(type, from: data, coder: coder) else { continue }
+            let value: Value?
+            do {
+                value = try rememberedValue(forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder),
+                                        placement: Cache.placement(.memoryAndFile, of: Value.self),
+                                            decode: { try decoded(type, from: $0, coder: coder) },
+                                            cost: { _, byteCount in Cache.codableCost(byteCount ?? 0) })
+            } catch let error as LarderError {
+                throw error
+            } catch {
+                continue
+            }
+            guard let value else { continue }
             try body(key, value)
         }
     }
@@ -83,6 +94,7 @@ extension Cache {
         // Not copied when it is longer than any key (a C caller's length may be wrong); the
         // write's checks (closed, read-only, inside a lent value) are made all the same.
         let prefix = prefix.withCacheKeyBytes { $0.count <= Cache.maximumKeyLength ? Data($0) : nil }
+        defer { if let prefix { memory?.removeAll(where: { $0.starts(with: prefix) }) } }
         return try write { () throws(LarderError) in
             guard let prefix else { return 0 }
             return store.removeEntries(counting: .removals) { key, _ in key.starts(with: prefix) }.live

@@ -187,14 +187,19 @@ extension Cache {
     /// The unexpired value of `key`, if it is there and decodes.
     private func cachedValue<Value: Decodable>(_ type: Value.Type, forKey key: Data,
                                                coder: (any CacheCoder)?) throws(LarderError) -> Cached<Value> {
-        let data: Data?
+        let value: Value?
         do {
-            data = try self.data(forKey: key)
-        } catch where error.code == .corrupt {
+            value = try rememberedValue(forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder),
+                                        placement: Cache.placement(.memoryAndFile, of: Value.self),
+                                        decode: { try decoded(type, from: $0, coder: coder) },
+                                        cost: { _, byteCount in Cache.codableCost(byteCount ?? 0) })
+        } catch let error as LarderError where error.code != .corrupt {
+            throw error
+        } catch {
+            // Damaged, or not a `Value` (a value stored by another version of the program).
             return .unusable
         }
-        guard let data else { return .missing }
-        guard let value = try? decoded(type, from: data, coder: coder) else { return .unusable }
+        guard let value else { return .missing }
         return .fresh(value)
     }
 
@@ -217,12 +222,23 @@ extension Cache {
     private func keep<Value: Encodable>(_ value: Value, forKey key: Data, expiry: Expiry?,
                                         coder: (any CacheCoder)?, loadBegan: LoadStart) throws -> Data {
         let data = try encoded(value, coder: coder)
-        do {
-            try storeLoaded(data, forKey: key, expiry: expiry, loadBegan: loadBegan)
-        } catch where [LarderError.Code.tooLarge, .readOnly, .full, .closed].contains(error.code) {
-            // Returned all the same.
+        if let identity = try storeLoadedIfPossible(data, forKey: key, expiry: expiry, loadBegan: loadBegan),
+           Cache.placement(.memoryAndFile, of: Value.self) == .memoryAndFile {
+            memory?.insert(value, forKey: MemoryKey(key), kind: MemoryKind(Value.self, coder: coder ?? options.coder),
+                           origin: .record(identity), cost: Cache.codableCost(data.count))
         }
         return data
+    }
+
+    /// `storeLoaded`, answering nil for a value the cache cannot keep.
+    private func storeLoadedIfPossible(_ data: Data, forKey key: Data, expiry: Expiry?,
+                                       loadBegan: LoadStart) throws(LarderError) -> RecordIdentity? {
+        do {
+            return try storeLoaded(data, forKey: key, expiry: expiry, loadBegan: loadBegan)
+        } catch where [LarderError.Code.tooLarge, .readOnly, .full, .closed].contains(error.code) {
+            // Returned all the same.
+            return nil
+        }
     }
 
     /// Stores `data`, loaded by a load that began at `loadBegan`, as stored then: unless the
@@ -230,14 +246,17 @@ extension Cache {
     /// A slow load (a request sent before a refresh's, or before the program set a newer value)
     /// then never puts its older value over the newer one. The record's time stored is when the
     /// load began: a load that began later still replaces it.
-    private func storeLoaded(_ data: Data, forKey key: Data, expiry: Expiry?, loadBegan: LoadStart) throws(LarderError) {
+    ///
+    /// - Returns: The identity of the record written, nil when none was.
+    private func storeLoaded(_ data: Data, forKey key: Data, expiry: Expiry?, loadBegan: LoadStart) throws(LarderError) -> RecordIdentity? {
         let (expiry, compress) = settings(expiry: expiry, compression: nil, valueLength: data.count)
-        try key.withUnsafeBytes { keyBytes in
+        return try key.withUnsafeBytes { keyBytes in
             data.withUnsafeBytes { valueBytes in
-                Result { () throws(LarderError) in
-                    try write { () throws(LarderError) in
-                        if let stored = store.lookup(keyBytes, hash: KeyHash(keyBytes)), loadBegan.precedes(stored.header) { return }
+                Result { () throws(LarderError) -> RecordIdentity? in
+                    try write { () throws(LarderError) -> RecordIdentity? in
+                        if let stored = store.lookup(keyBytes, hash: KeyHash(keyBytes)), loadBegan.precedes(stored.header) { return nil }
                         try store.put(key: keyBytes, value: valueBytes, compress: compress, expiry: expiry, storedAt: loadBegan.time)
+                        return store.identityOfEntry(forKey: keyBytes)
                     }
                 }
             }

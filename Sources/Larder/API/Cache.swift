@@ -53,6 +53,10 @@ public final class Cache: @unchecked Sendable {
         /// How `Codable` values are turned into bytes when a call does not name a coder: JSON
         /// unless you say otherwise (see ``CacheCoder``).
         public var coder: any CacheCoder
+        /// How many decoded objects typed reads and writes keep in memory in front of the file
+        /// (default ``MemoryLimits/default``: 64 MiB, 10,000 objects); `nil` keeps none. Limits
+        /// of 0 or less are refused (`.invalidArgument`) when the cache opens.
+        public var memory: MemoryLimits?
 
         /// Options for opening a cache; every one has a default.
         ///
@@ -61,7 +65,7 @@ public final class Cache: @unchecked Sendable {
         public init(capacity: ByteCount? = nil, pageSize: Int = 4096, defaultExpiry: Expiry = .never,
                     readOnly: Bool = false, permissions: UInt16 = 0o600,
                     compression: Compression = .none, compressionThreshold: Int = 128,
-                    coder: any CacheCoder = JSONCacheCoder()) {
+                    coder: any CacheCoder = JSONCacheCoder(), memory: MemoryLimits? = .default) {
             self.capacity = capacity
             self.pageSize = pageSize
             self.defaultExpiry = defaultExpiry
@@ -70,6 +74,7 @@ public final class Cache: @unchecked Sendable {
             self.compression = compression
             self.compressionThreshold = compressionThreshold
             self.coder = coder
+            self.memory = memory
         }
     }
 
@@ -95,6 +100,8 @@ public final class Cache: @unchecked Sendable {
     /// The entry's lock and engine, kept here so that every call does not fetch them anew.
     private let lock: ReadWriteLock
     let store: CacheStore
+    /// Decoded objects of typed reads and writes (nil when `options.memory` is).
+    let memory: MemoryTier?
     /// While this handle is open, the count of forks (`lrd_fork_generation`) its store was opened
     /// at; `.max` once it is closed (set under the exclusive lock; other handles stay open). Read
     /// without the lock by readers. So a handle is closed too in a child process forked after it
@@ -114,6 +121,10 @@ public final class Cache: @unchecked Sendable {
         guard options.defaultExpiry.isNumber else {
             throw LarderError(.invalidArgument, "the default expiry is not a number (NaN)", path: path)
         }
+        if let limits = options.memory, limits.cost.bytes <= 0 || limits.count <= 0 {
+            throw LarderError(.invalidArgument, "memory limits must be positive (cost \(limits.cost.bytes) bytes, count \(limits.count))", path: path)
+        }
+        memory = options.memory.map(MemoryTier.init(limits:))
         entry = try OpenFileRegistry.shared.open(path: path, configuration: .init(
             capacity: options.capacity?.bytes, pageSize: options.pageSize,
             readOnly: options.readOnly, permissions: options.permissions))
@@ -200,7 +211,8 @@ public final class Cache: @unchecked Sendable {
     /// `removeValue` without the generic key.
     @usableFromInline
     func removeValue(forKeyBytes key: UnsafeRawBufferPointer) throws(LarderError) -> Bool {
-        try write { () throws(LarderError) in try store.remove(key: key) }
+        defer { forgetInMemory(key) }
+        return try write { () throws(LarderError) in try store.remove(key: key) }
     }
 
     /// Removes every entry, in time independent of how many there are.
@@ -211,7 +223,8 @@ public final class Cache: @unchecked Sendable {
     /// The corresponding C function is `larder_clear`.
     @discardableResult
     public func removeAll() throws(LarderError) -> Int {
-        try write { () throws(LarderError) in try store.removeAll() }
+        defer { memory?.removeAll() }
+        return try write { () throws(LarderError) in try store.removeAll() }
     }
 
     // MARK: - Reading
@@ -405,7 +418,7 @@ public final class Cache: @unchecked Sendable {
     /// The corresponding C function is `larder_stats`.
     public var stats: CacheStatistics {
         func snapshot() -> CacheStatistics {
-            CacheStatistics(
+            var statistics = CacheStatistics(
                 entryCount: store.state.entryCount, liveBytes: store.state.liveRawBytes,
                 storedBytes: store.state.liveStoredBytes, recordBytes: store.state.liveRecordBytes,
                 fileBytes: store.ringEnd, capacity: store.capacity,
@@ -413,6 +426,11 @@ public final class Cache: @unchecked Sendable {
                 updates: store.counter(.updates), removals: store.counter(.removals),
                 evictions: store.counter(.evictions), expirations: store.counter(.expirations),
                 relocations: store.counter(.relocations), recoveries: store.counter(.recoveries))
+            if let memory {
+                (statistics.memoryHits, statistics.memoryMisses) = (memory.hits, memory.misses)
+                (statistics.memoryCount, statistics.memoryCost) = (memory.count, memory.currentCost)
+            }
+            return statistics
         }
         if let current = try? readUnderLock({ () throws(LarderError) in snapshot() }) { return current }
         // Closed (or no view to be had): the counters as they stand, no sizes.
@@ -474,6 +492,7 @@ public final class Cache: @unchecked Sendable {
             defer { openGeneration.store(.max) }
             return !isClosed
         }
+        memory?.removeAll()
         if wasOpen { try OpenFileRegistry.shared.release(entry) }
     }
 
@@ -487,6 +506,11 @@ public final class Cache: @unchecked Sendable {
 
     private func checkOpen() throws(LarderError) {
         if isClosed { throw store.closedError() }
+    }
+
+    /// Throws `.closed` for a closed cache (for calls that may not reach the file).
+    func ensureOpen() throws(LarderError) {
+        try checkOpen()
     }
 
     /// Runs a write: the in-process exclusive lock, then the writer lock shared with every

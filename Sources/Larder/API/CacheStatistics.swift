@@ -36,10 +36,25 @@ public struct CacheStatistics: Hashable, Sendable {
     public var relocations: UInt64
     /// How many times the file was rebuilt after an unclean close.
     public var recoveries: UInt64
+    /// Typed reads answered from memory by this handle (<doc:ObjectsInMemory>): the object kept
+    /// there was still the file's value. Not counted in ``hits``, nor kept in the file.
+    public var memoryHits: UInt64 = 0
+    /// Typed reads through memory that found no object there, or one the file had replaced (the
+    /// read then went to the file, and counts there too).
+    public var memoryMisses: UInt64 = 0
+    /// Objects in memory now.
+    public var memoryCount = 0
+    /// What the objects in memory cost together, in bytes (``MemoryLimits/cost``).
+    public var memoryCost = 0
 
     /// Live bytes per stored byte: above 1 when compression pays.
     public var compressionRatio: Double {
         storedBytes == 0 ? 1 : Double(liveBytes) / Double(storedBytes)
+    }
+
+    /// Memory hits per typed read through memory, 0 when there were none.
+    public var memoryHitRatio: Double {
+        memoryHits == 0 && memoryMisses == 0 ? 0 : Double(memoryHits) / (Double(memoryHits) + Double(memoryMisses))
     }
 
     /// Hits per lookup, 0 when there were none.

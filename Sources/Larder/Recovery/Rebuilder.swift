@@ -28,6 +28,9 @@ extension CacheStore {
             isRebuilding = false
         }
         let counters = state.isFormatted ? SharedState.Counter.allCases.map { state.counter($0) } : nil
+        // Numbers handed out before stay handed out, even those of records lost since: a reader
+        // may remember one (FORMAT.md 4.1, 7.7.8).
+        let formerNext = state.isFormatted && state.nextSequence <= RecordHeader.recoverableSequenceLimit ? state.nextSequence : 0
         state.format()
         // Formatting cleared the flags: until this rebuild has finished, the file needs repair,
         // whatever happens to it or to this process.
@@ -52,9 +55,10 @@ extension CacheStore {
 
         placeRing(afterNewestEndingAt: newest.sequence > 0 ? rebuilder.headEnd() : ringStart, entries: scratch)
         // Counted on from next: no higher than what recovery keeps (FORMAT.md 4.1). Every record
-        // below the old value is dead by now, every one above the new one dropped.
+        // below the old value is dead by now, every one above the new one dropped. Never lower
+        // than the number the shared state had reached, when that was below the limit.
         meta.firstValidSequence = min(meta.firstValidSequence, RecordHeader.recoverableSequenceLimit)
-        state.nextSequence = max(highestSequence + 1, meta.firstValidSequence, 2)
+        state.nextSequence = max(highestSequence + 1, meta.firstValidSequence, 2, formerNext)
         do throws(LarderError) {
             try placeIndex(scratch, reusable: islands)
         } catch {
