@@ -5,7 +5,7 @@ import Testing
 /// Objects in memory never outlive the file's value: another process changes or removes a key
 /// through the file (its children here, exit tests), and this one's next typed read returns the
 /// new value or nil. (The `larder` tool and a C writer: LarderToolTests/MemoryCoherenceToolTests.)
-@Suite("Memory tier across processes")
+@Suite("Memory tier across processes", .waitsOnItsOwnThreads)
 struct MemoryCoherenceTests {
     /// A cache whose key "p" is in this process's memory tier at version 1, read once from memory.
     private func remembered(at path: String, capacity: ByteCount = .megabytes(4)) throws -> Cache {

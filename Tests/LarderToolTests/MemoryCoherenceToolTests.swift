@@ -4,7 +4,7 @@ import Testing
 
 /// A value kept in a parent's memory tier, changed by the `larder` tool or by a C program: the
 /// parent's next typed read returns what the file now holds.
-@Suite("Memory tier and other writers")
+@Suite("Memory tier and other writers", .waitsOnItsOwnThreads)
 struct MemoryCoherenceToolTests {
     struct Note: Codable, Equatable {
         var text: String
