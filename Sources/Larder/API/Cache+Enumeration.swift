@@ -7,11 +7,6 @@ import Foundation
 /// back with `String(decoding: key, as: UTF8.self)`.
 extension Cache {
     /// The keys of every live, unexpired entry, in no particular order.
-    ///
-    /// ```swift
-    /// for key in try cache.keys { print(String(decoding: key, as: UTF8.self)) }
-    /// ```
-    ///
     /// The corresponding C function is `larder_foreach`.
     public var keys: [Data] {
         get throws(LarderError) { try keys(withPrefix: Data()) }

@@ -20,18 +20,9 @@ public final class Cache: @unchecked Sendable {
     ///
     /// The corresponding C type is `larder_options`.
     public struct Options: Sendable {
-        /// The most bytes the file may ever take. `nil` keeps the capacity of an existing file, and
-        /// creates new files with 64 MiB.
-        ///
-        /// Another value changes an existing file's capacity only when no other handle, of this
-        /// process or another, has the file open (every handle maps the capacity it found);
-        /// otherwise the file keeps its own, which ``capacity`` reports. A larger value is taken
-        /// at once. A smaller one than the file has grown to makes the open rewrite the file
-        /// with its newest entries that fit the new capacity (older ones are evicted), in time
-        /// proportional to the file's size; if the disk has no room for that copy, the file keeps
-        /// its capacity. A value below the least capacity ``pageSize`` allows (64 KiB, or 16
-        /// pages) or above 1 TiB is refused (`.invalidArgument`) on every open; one below the
-        /// least that an existing file's own, larger page size allows leaves its capacity as it is.
+        /// The most bytes the file may ever take, from 64 KiB to 1 TiB (else `.invalidArgument`).
+        /// `nil` keeps an existing file's capacity and creates new files with 64 MiB. Another value
+        /// changes an existing file's only when no other handle has it open (docs/GUIDE.md).
         public var capacity: ByteCount?
         /// Page size of a new file: a power of two from 4096 to 65536. An existing file keeps its
         /// own, but a value outside that range is refused on every open.
@@ -102,11 +93,9 @@ public final class Cache: @unchecked Sendable {
     let store: CacheStore
     /// Decoded objects of typed reads and writes (nil when `options.memory` is).
     let memory: MemoryTier?
-    /// While this handle is open, the count of forks (`lrd_fork_generation`) its store was opened
-    /// at; `.max` once it is closed (set under the exclusive lock; other handles stay open). Read
-    /// without the lock by readers. So a handle is closed too in a child process forked after it
-    /// was opened, whose count differs: the file's locks are the parent's, and the child opens the
-    /// file anew. One compare either way, on every call.
+    /// The fork count (`lrd_fork_generation`) the store was opened at, `.max` once closed. A child
+    /// forked after the open sees another count, so the handle is closed there too: one compare
+    /// a call. Set under the exclusive lock, read without it.
     private let openGeneration = AtomicWord()
     private var isClosed: Bool { openGeneration.load() != lrd_fork_generation() }
 
@@ -411,10 +400,8 @@ public final class Cache: @unchecked Sendable {
     /// The most bytes the file may take.
     public var capacity: Int { lock.withReadLock { store.capacity } }
 
-    /// Counters and sizes, read together: no write of this process comes between them. (Writers
-    /// of other processes do not wait for a reader; while they write, the figures are each
-    /// right but may be a write apart.) The sizes are 0, as ``count`` is, for a closed cache.
-    ///
+    /// Counters and sizes, read together: no write of this process comes between them (another
+    /// process's may). The sizes are 0 for a closed cache.
     /// The corresponding C function is `larder_stats`.
     public var stats: CacheStatistics {
         func snapshot() -> CacheStatistics {

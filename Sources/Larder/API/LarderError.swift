@@ -31,11 +31,9 @@ public struct LarderError: Error, Equatable, Sendable, CustomStringConvertible {
         /// The cache was closed; or it was opened by the parent of this process, before it forked
         /// (a child process opens the file again to use it).
         public static let closed = Code(rawValue: -9)
-        /// Another process has the file open in a way that excludes this open; or writers of
-        /// other processes kept changing what a read or a listing looked at for longer than its
-        /// patience (5 s); or a write found no room because `withValue` calls (of any process,
-        /// this one included) lend out records all round the cache: it may succeed once they
-        /// return.
+        /// Another process has the file open in a way that excludes this open; or other writers
+        /// kept changing what a read looked at for over 5 s; or `withValue` calls lend out records
+        /// all round the cache, so a write found no room (it may succeed once they return).
         public static let busy = Code(rawValue: -10)
 
         /// The code in a few words: "invalid argument", "disk full", ...

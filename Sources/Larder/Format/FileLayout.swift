@@ -15,10 +15,9 @@ enum FileLayout {
     /// Bytes 0-7 of both meta pages: `89 4C 41 52 44 45 52 1A` ("\x89LARDER\x1A"). The high first
     /// byte and the trailing SUB catch text-mode transfers, as PNG's signature does.
     static let metaMagic: UInt64 = 0x1A52_4544_5241_4C89
-    /// Bytes 0-7 of a file being created, until its meta pages are written: `89 4C 52 44 4E 45 57
-    /// 1A` ("\x89LRDNEW\x1A"). Made durable before the file grows, so that a creation cut short
-    /// is told from every other file: only an empty file or one that starts with these bytes is
-    /// ever formatted (FORMAT.md 2.3), never a file of zeros that happens to be at the path.
+    /// Bytes 0-7 of a file being created, until its meta pages are written ("\x89LRDNEW\x1A").
+    /// Durable before the file grows: only an empty file or one starting with these bytes is ever
+    /// formatted (FORMAT.md 2.3), never a file of zeros that happens to be at the path.
     static let creationMagic: UInt64 = 0x1A57_454E_4452_4C89
     /// Bytes 0-7 of the shared-state page: "LRDSTATE".
     static let stateMagic: UInt64 = 0x4554_4154_5344_524C
