@@ -83,7 +83,10 @@ func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
 /// (and then wait for, in its turn, whenever it yields).
 func onOwnThread<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
     try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Swift.Result { try body() }) }.start()
+        // The thread is the caller's own: a blocking helper may run on it (`expectOwnThreads`).
+        Thread {
+            continuation.resume(with: Swift.Result { try WaitingTestTrait.$isOnOwnThreads.withValue(true, operation: body) })
+        }.start()
     }
 }
 
