@@ -11,9 +11,10 @@ import Larder
 /// let app = Application(router: router, services: [persist])
 /// ```
 ///
-/// Values go through the cache's coder (JSON unless its options name another) in a small
-/// envelope that also holds their deadline, which `getWithTTL` and a `set` without `expires`
-/// read back. Larder's own expiry drops them at the same deadline, in every process.
+/// Values go through the cache's coder (JSON unless its options name another); a `String`,
+/// `Data` or `[UInt8]` is stored as its bytes. A small header before them holds their deadline,
+/// which `getWithTTL` and a `set` without `expires` read back (`StoredValue`). Larder's own
+/// expiry drops them at the same deadline, in every process.
 public struct LarderPersistDriver: PersistDriver {
     /// The cache the values are stored in.
     public let cache: Cache
@@ -43,7 +44,7 @@ public struct LarderPersistDriver: PersistDriver {
     /// - Throws: `PersistError.duplicate` when the key has a live value; `LarderError`.
     public func create<Object: Codable & Sendable>(key: String, value: Object, expires: Duration?) async throws {
         let deadline = (expires.map(Expiry.init) ?? cache.options.defaultExpiry).deadline
-        let stored = StoredValue(value: value, expiresAt: deadline)
+        let stored = try StoredValue.encode(value, deadline: deadline, coder: cache.options.coder)
         guard try cache.insert(stored, forKey: key, expiry: Expiry(deadline)) else { throw PersistError.duplicate }
     }
 
@@ -62,7 +63,8 @@ public struct LarderPersistDriver: PersistDriver {
         } else {
             deadline = cache.options.defaultExpiry.deadline
         }
-        try cache.set(StoredValue(value: value, expiresAt: deadline), forKey: key, expiry: Expiry(deadline))
+        let stored = try StoredValue.encode(value, deadline: deadline, coder: cache.options.coder)
+        try await cache.set(stored, forKey: key, expiry: Expiry(deadline))
     }
 
     /// The value of `key`, or `nil` when it is missing or expired.
@@ -96,20 +98,16 @@ public struct LarderPersistDriver: PersistDriver {
     }
 
     /// The deadline of the value stored for `key` (`.some(nil)` for none), or `nil` when there is
-    /// no value, or none this driver stored. Synchronous, as `stored`: a lookup in mapped memory.
+    /// no value, or none this driver stored.
     private func earlierDeadline(of key: String) -> Date?? {
-        (try? cache.value(StoredDeadline.self, forKey: key)).map { $0.expiresAt }
+        (try? cache.withValue(forKey: key) { StoredValue.deadline(in: $0) }) ?? nil
     }
 
-    /// The envelope stored for `key`, decoded as holding an `Object`. Synchronous: a read of a
-    /// small value is a lookup in mapped memory, best made without a hop to another executor.
-    private func stored<Object: Codable & Sendable>(_ key: String, as type: Object.Type) throws -> StoredValue<Object>? {
-        do {
-            return try cache.value(StoredValue<Object>.self, forKey: key)
-        } catch let error as LarderError {
-            throw error
-        } catch {
-            throw PersistError.invalidConversion
-        }
+    /// The value stored for `key`, as an `Object`, and its deadline: decoded from the bytes the
+    /// file lends, without a copy of the whole record. Synchronous: a read of a small value is a
+    /// lookup in mapped memory, best made without a hop to another executor.
+    private func stored<Object: Codable & Sendable>(_ key: String, as type: Object.Type) throws -> (value: Object, expiresAt: Date?)? {
+        let coder = cache.options.coder
+        return try cache.withValue(forKey: key) { try StoredValue.decode(type, from: $0, coder: coder) }
     }
 }

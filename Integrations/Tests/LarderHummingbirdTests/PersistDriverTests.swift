@@ -114,7 +114,31 @@ struct PersistDriverTests {
         let driver = LarderPersistDriver(cache: cache)
         try await driver.set(key: "k", value: "v")
         try await driver.shutdown()
-        #expect(try await cache.value(StoredProbe.self, forKey: "k")?.value == "v")
+        #expect(try await LarderPersistDriver(cache: cache).get(key: "k", as: String.self) == "v")
+    }
+
+    @Test func textAndBytesAreStoredAsTheyAreAfterTheDeadline() async throws {
+        let file = try TemporaryFile()
+        let cache = try Cache(path: file.path)
+        let driver = LarderPersistDriver(cache: cache)
+        let page = #"{"title":"a \"quoted\" word"}"#
+        try await driver.set(key: "text", value: page)
+        try await driver.set(key: "data", value: Data([0, 1, 2]))
+        try await driver.set(key: "array", value: [UInt8]([3, 4]))
+        try await driver.set(key: "account", value: Account(name: "Ada", credits: 3))
+        // A header of 9 bytes (form, deadline), then the value's own bytes.
+        #expect(try await cache.data(forKey: "text")?.dropFirst(9) == Data(page.utf8))
+        #expect(try await cache.data(forKey: "data")?.dropFirst(9) == Data([0, 1, 2]))
+        #expect(try await cache.data(forKey: "account")?.dropFirst(9) == JSONEncoder().encode(Account(name: "Ada", credits: 3)))
+        #expect(try await driver.get(key: "text", as: String.self) == page)
+        #expect(try await driver.get(key: "data", as: Data.self) == Data([0, 1, 2]))
+        #expect(try await driver.get(key: "array", as: [UInt8].self) == [3, 4])
+        // Each form reads as its own type only.
+        await #expect(throws: PersistError.invalidConversion) { try await driver.get(key: "text", as: Data.self) }
+        await #expect(throws: PersistError.invalidConversion) { try await driver.get(key: "account", as: String.self) }
+        // Bytes another writer stored are no value of the driver's.
+        try await cache.set(Data("x".utf8), forKey: "foreign")
+        await #expect(throws: PersistError.invalidConversion) { try await driver.get(key: "foreign", as: String.self) }
     }
 
     @Test func badInputIsALarderErrorAndLosesNothing() async throws {
@@ -127,10 +151,4 @@ struct PersistDriverTests {
         #expect(LarderError(.busy, "held").status == .serviceUnavailable)
         #expect(LarderError(.io, "failed").status == .internalServerError)
     }
-}
-
-/// The envelope the driver stores, as another reader of the file sees it.
-private struct StoredProbe: Decodable {
-    var value: String
-    var expiresAt: Date?
 }
