@@ -43,7 +43,7 @@ struct InsertionTests {
         #expect(cache.contains("n") == false)
     }
 
-    @Test func ofThreadsRacingForAKeyExactlyOneStoresIt() throws {
+    @Test(.failsIfItHangs) func ofThreadsRacingForAKeyExactlyOneStoresIt() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
         for round in 0..<20 {
