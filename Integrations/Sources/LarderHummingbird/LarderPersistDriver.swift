@@ -15,6 +15,12 @@ import Larder
 /// `Data` or `[UInt8]` is stored as its bytes. A small header before them holds their deadline,
 /// which `getWithTTL` and a `set` without `expires` read back (`StoredValue`). Larder's own
 /// expiry drops them at the same deadline, in every process.
+///
+/// Reads and `set` go through the cache's memory tier: a read of a key returns the object an
+/// earlier read or write of this process kept, without decoding, while the file still holds that
+/// record. A write of another process, a removal or the deadline ends it. `String` and `Codable`
+/// values are kept; `Data` and `[UInt8]` are not (a copy costs what a hit saves). The tier's
+/// limits are the cache's (`Cache.Options.memory`: 64 MiB and 10,000 objects by default).
 public struct LarderPersistDriver: PersistDriver {
     /// The cache the values are stored in.
     public let cache: Cache
@@ -64,14 +70,17 @@ public struct LarderPersistDriver: PersistDriver {
             deadline = cache.options.defaultExpiry.deadline
         }
         let stored = try StoredValue.encode(value, deadline: deadline, coder: cache.options.coder)
-        try await cache.set(stored, forKey: key, expiry: Expiry(deadline))
+        // The object stays in memory too, with the identity of the record written.
+        try cache.set(StoredObject(object: value, expiresAt: deadline, cost: stored.count), forKey: key,
+                      using: StoredConversion(coder: cache.options.coder, encoded: stored),
+                      expiry: Expiry(deadline), placement: StoredConversion<Object>.placement)
     }
 
     /// The value of `key`, or `nil` when it is missing or expired.
     ///
     /// - Throws: `PersistError.invalidConversion` when the value stored is not an `Object`.
     public func get<Object: Codable & Sendable>(key: String, as type: Object.Type) async throws -> Object? {
-        try stored(key, as: type)?.value
+        try stored(key, as: type)?.object
     }
 
     /// The value of `key` and the time it has left (`nil` for none), or `nil` when it is missing
@@ -80,11 +89,11 @@ public struct LarderPersistDriver: PersistDriver {
     /// - Throws: `PersistError.invalidConversion` when the value stored is not an `Object`.
     public func getWithTTL<Object: Codable & Sendable>(key: String, as type: Object.Type) async throws -> (object: Object, ttl: Duration?)? {
         guard let stored = try stored(key, as: type) else { return nil }
-        guard let expiresAt = stored.expiresAt else { return (stored.value, nil) }
+        guard let expiresAt = stored.expiresAt else { return (stored.object, nil) }
         let left = expiresAt.timeIntervalSinceNow
         // Larder keeps deadlines in whole milliseconds: the last one may still find the value.
         guard left > 0 else { return nil }
-        return (stored.value, .milliseconds(Int64((left * 1000).rounded(.down))))
+        return (stored.object, .milliseconds(Int64((left * 1000).rounded(.down))))
     }
 
     /// Removes the value of `key`, if any.
@@ -103,11 +112,23 @@ public struct LarderPersistDriver: PersistDriver {
         (try? cache.withValue(forKey: key) { StoredValue.deadline(in: $0) }) ?? nil
     }
 
-    /// The value stored for `key`, as an `Object`, and its deadline: decoded from the bytes the
-    /// file lends, without a copy of the whole record. Synchronous: a read of a small value is a
-    /// lookup in mapped memory, best made without a hop to another executor.
-    private func stored<Object: Codable & Sendable>(_ key: String, as type: Object.Type) throws -> (value: Object, expiresAt: Date?)? {
-        let coder = cache.options.coder
-        return try cache.withValue(forKey: key) { try StoredValue.decode(type, from: $0, coder: coder) }
+    /// The value stored for `key`, as an `Object`, and its deadline: the object the cache's memory
+    /// tier kept, while the file still holds the record it came from, or else decoded from the
+    /// file (and kept). Synchronous: a read is a lookup in mapped memory, best made without a hop
+    /// to another executor.
+    private func stored<Object: Codable & Sendable>(_ key: String, as type: Object.Type) throws -> StoredObject<Object>? {
+        let conversion = StoredConversion<Object>(coder: cache.options.coder)
+        let result = Result { () throws(LarderError) in
+            try cache.value(forKey: key, using: conversion, placement: StoredConversion<Object>.placement)
+        }
+        guard case .failure(let error) = result, error.code == .invalidArgument else { return try result.get() }
+        // What the conversion threw arrives as `.invalidArgument`, as a bad key does. Reading
+        // the bytes again tells them apart: `PersistError.invalidConversion` or the key's error.
+        return try storedAgain(key, using: conversion)
+    }
+
+    /// The value stored for `key`, decoded from the bytes the file lends, past the memory tier.
+    private func storedAgain<Object>(_ key: String, using conversion: StoredConversion<Object>) throws -> StoredObject<Object>? {
+        try cache.withValue(forKey: key) { try conversion.value(from: Data($0)) }
     }
 }

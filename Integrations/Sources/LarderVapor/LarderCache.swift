@@ -15,6 +15,11 @@ import Vapor
 /// `Cache.set(_:forKey:expiry:)` stores them, so other readers of the file decode them alike.
 /// A stored value that does not decode as the type asked for reads as `nil`, as in
 /// `MemoryCache`: a cache answers a miss rather than fail the request.
+///
+/// Reads and writes go through the cache's memory tier, as the core's typed calls do: a read
+/// returns the object kept by an earlier read or write of this process, without decoding, while
+/// the file still holds that record. A write of another process, a removal or expiry ends it.
+/// The tier's limits are the cache's (`Cache.Options.memory`: 64 MiB, 10,000 objects by default).
 public struct LarderCache: Vapor.Cache, Sendable {
     /// The cache the values are stored in.
     public let cache: Larder.Cache

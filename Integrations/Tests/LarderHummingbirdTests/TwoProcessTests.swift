@@ -25,11 +25,25 @@ struct TwoProcessTests {
             try await client.execute(uri: "/values/reply", method: .get) {
                 #expect(String(buffer: $0.body) == "from the server")
             }
-            // A session begun here goes on there.
+            // Read again, the value comes from this process's memory tier...
+            let hits = persist.cache.stats.memoryHits
+            try await client.execute(uri: "/values/reply", method: .get) {
+                #expect(String(buffer: $0.body) == "from the server")
+            }
+            #expect(persist.cache.stats.memoryHits == hits + 1)
+            // ...until the other process replaces it.
+            #expect(try await request(.PUT, port: other.port, "/values/reply", body: "changed there").status == 204)
+            try await client.execute(uri: "/values/reply", method: .get) {
+                #expect(String(buffer: $0.body) == "changed there")
+            }
+            // A session begun here goes on there, and here again.
             let cookie = try await client.execute(uri: "/visits", method: .get) { response in
                 try #require(response.headers[.setCookie]?.split(separator: ";").first.map(String.init))
             }
             #expect(try await request(port: other.port, "/visits", headers: [("Cookie", cookie)]).body == "2\n")
+            try await client.execute(uri: "/visits", method: .get, headers: [.cookie: cookie]) {
+                #expect(String(buffer: $0.body) == "3\n")
+            }
         }
         try await other.stop()
     }

@@ -63,6 +63,31 @@ struct LarderCacheTests {
         }
     }
 
+    @Test func aSecondReadIsAMemoryHitUntilTheValueChangesOrExpires() async throws {
+        let file = try TemporaryFile()
+        try await withApp(configure: { $0.caches.use(.larder(path: file.path)) }) { app in
+            let larder = try #require(app.cache as? LarderCache).cache
+            try await app.cache.set("profile", to: Profile(name: "Ada", visits: 3))
+            let hits = larder.stats.memoryHits
+            #expect(try await app.cache.get("profile", as: Profile.self) == Profile(name: "Ada", visits: 3))
+            #expect(larder.stats.memoryHits == hits + 1)
+            // Another handle on the file (another process's) replaces, then removes the value.
+            let other = try Larder.Cache(path: file.path)
+            try other.set(Profile(name: "Ada", visits: 4), forKey: "profile")
+            #expect(try await app.cache.get("profile", as: Profile.self)?.visits == 4)
+            try other.removeValue(forKey: "profile")
+            #expect(try await app.cache.get("profile", as: Profile.self) == nil)
+            // Expiry ends a value kept in memory.
+            try await app.cache.set("short", to: Profile(name: "Bob", visits: 1), expiresIn: .seconds(1))
+            #expect(try await app.cache.get("short", as: Profile.self)?.name == "Bob")
+            #expect(larder.stats.memoryHits == hits + 2)
+            try await Task.sleep(for: .milliseconds(1100))
+            #expect(try await app.cache.get("short", as: Profile.self) == nil)
+            #expect(larder.stats.memoryHits == hits + 2)
+            try other.close()
+        }
+    }
+
     @Test func valuesAreTheCoresTypedValues() async throws {
         let file = try TemporaryFile()
         try await withApp(configure: { $0.caches.use(.larder(path: file.path)) }) { app in
