@@ -1,14 +1,17 @@
 /// What decoded an object of the memory tier: its type, and the coder's type for a `Codable`
 /// value. A read returns only objects of its own kind (a read with another coder decodes anew).
+@usableFromInline
 struct MemoryKind: Hashable, Sendable {
     let value: ObjectIdentifier
     let coder: ObjectIdentifier?
 
+    @usableFromInline
     init(_ type: Any.Type) {
         value = ObjectIdentifier(type)
         coder = nil
     }
 
+    @usableFromInline
     init(_ type: Any.Type, coder: any CacheCoder) {
         value = ObjectIdentifier(type)
         self.coder = ObjectIdentifier(Swift.type(of: coder))

@@ -32,28 +32,36 @@ final class MemoryTier: @unchecked Sendable {
         #endif
     }
 
-    /// The shard of `key`: the hash's low bits (the dictionaries inside hash the hash again).
+    /// The shard of a key: its hash's low bits (the shard's index uses the high ones).
     @inline(__always)
-    private func shard(of key: MemoryKey) -> (MemoryShard, Int) {
-        let index = Int(truncatingIfNeeded: key.hash) & (shards.count - 1)
+    private func shard(of hash: UInt64) -> (MemoryShard, Int) {
+        let index = Int(truncatingIfNeeded: hash) & (shards.count - 1)
         return (shards[index], index)
     }
 
-    /// The object of `key` if it was kept by a conversion of kind `kind`, and where it came from.
-    /// Counts nothing: the caller counts a hit or a miss once it has checked the origin.
-    func object(forKey key: MemoryKey, kind: MemoryKind) -> (object: Any, origin: MemoryOrigin)? {
-        let (shard, _) = shard(of: key)
-        guard let found = shard.lock.withLock({ shard.find(key) }), found.kind == kind else { return nil }
-        return (found.object, found.origin)
+    @inline(__always)
+    private func shard(of key: MemoryKey) -> (MemoryShard, Int) { shard(of: key.hash) }
+
+    /// The object of the key `bytes` (XXH64 `hash`) if a conversion of kind `kind` kept it, and
+    /// where it came from. Counts nothing: the caller counts a hit or a miss once it has checked
+    /// the origin.
+    @inline(__always)
+    func object(forKey bytes: UnsafeRawBufferPointer, hash: UInt64, kind: MemoryKind) -> (MemoryObject, MemoryOrigin)? {
+        let (shard, _) = shard(of: hash)
+        return shard.lock.withLock { shard.find(bytes, hash: hash, kind: kind) }
     }
 
-    func countHit(forKey key: MemoryKey) { shard(of: key).0.countHit() }
+    func countHit(forHash hash: UInt64) { shard(of: hash).0.countHit() }
     func countMiss(forKey key: MemoryKey) { shard(of: key).0.countMiss() }
 
     /// Keeps `object` for `key`, replacing what was there, and evicts to stay within the limits.
     /// An object whose cost alone is over the cost limit is not kept (and the key's older one
     /// goes).
-    func insert(_ object: Any, forKey key: MemoryKey, kind: MemoryKind, origin: MemoryOrigin, cost: Int) {
+    func insert<Value>(_ object: Value, forKey key: MemoryKey, kind: MemoryKind, origin: MemoryOrigin, cost: Int) {
+        insert(MemoryObject(object), forKey: key, kind: kind, origin: origin, cost: cost)
+    }
+
+    private func insert(_ object: MemoryObject, forKey key: MemoryKey, kind: MemoryKind, origin: MemoryOrigin, cost: Int) {
         let (shard, index) = shard(of: key)
         guard cost <= limits.cost.bytes else {
             remove(key)
