@@ -4,15 +4,16 @@ import Foundation
 /// Decoded objects kept in memory in front of a cache's file, within a count and a cost limit.
 ///
 /// The keys are spread over shards by hash, each with its own lock and SIEVE queue
-/// (`MemoryShard`), so that hits of several threads rarely meet on one lock. The count limit is
-/// split evenly between the shards; the cost limit holds for the whole tier (an insert that
-/// goes over it evicts from its own shard first, then from the others in turn).
+/// (`MemoryShard`), so that hits of several threads rarely meet on one lock. Both limits hold for
+/// the whole tier, not per shard (keys seldom hash evenly): an insert that goes over one evicts
+/// from its own shard first, then from the others in turn.
 final class MemoryTier: @unchecked Sendable {
     let limits: MemoryLimits
     private let shards: [MemoryShard]
-    private let countPerShard: Int
     /// The cost of every object held, as a wrapping two's-complement sum.
     private let totalCost = AtomicWord()
+    /// The number of objects held, kept the same way.
+    private let totalCount = AtomicWord()
     /// Where the next trim starts evicting, so that trims take from every shard in turn.
     private let trimCursor = AtomicWord()
     #if canImport(Darwin)
@@ -22,11 +23,10 @@ final class MemoryTier: @unchecked Sendable {
     /// A tier within `limits`, which the caller has checked (both positive).
     init(limits: MemoryLimits) {
         self.limits = limits
-        // Up to 16 shards, each holding at least 64 objects: small limits are held exactly.
+        // Up to 16 shards, each for at least 64 objects.
         var count = 1
         while count < 16 && limits.count / (count * 2) >= 64 { count *= 2 }
         shards = (0..<count).map { _ in MemoryShard() }
-        countPerShard = limits.count / count
         #if canImport(Darwin)
         pressureWatch = MemoryPressureWatch(tier: self)
         #endif
@@ -67,35 +67,38 @@ final class MemoryTier: @unchecked Sendable {
             remove(key)
             return
         }
-        let added = shard.lock.withLock { () -> Int in
-            var added = shard.insert(key, object: object, kind: kind, origin: origin, cost: cost)
-            while shard.count > countPerShard, let evicted = shard.evictOne() { added -= evicted }
-            return added
+        let (addedCost, addedCount) = shard.lock.withLock { () -> (Int, Int) in
+            let before = shard.count
+            return (shard.insert(key, object: object, kind: kind, origin: origin, cost: cost), shard.count - before)
         }
-        addCost(added)
-        if currentCost > limits.cost.bytes { trim(toCost: limits.cost.bytes, startingAt: index) }
+        add(cost: addedCost, count: addedCount)
+        if currentCost > limits.cost.bytes || currentCount > limits.count {
+            trim(toCost: limits.cost.bytes, count: limits.count, startingAt: index)
+        }
     }
 
     /// Drops the object of `key`; with `origin`, only if it still has that origin (a newer one
     /// kept meanwhile stays).
     func remove(_ key: MemoryKey, ifOrigin origin: MemoryOrigin? = nil) {
         let (shard, _) = shard(of: key)
-        if let removed = shard.lock.withLock({ shard.remove(key, ifOrigin: origin) }) { addCost(-removed) }
+        if let removed = shard.lock.withLock({ shard.remove(key, ifOrigin: origin) }) { add(cost: -removed, count: -1) }
     }
 
     /// Evicts objects, by SIEVE in each shard and the shards in turn, until their cost is at most
     /// `target`.
     func trim(toCost target: Int) {
-        trim(toCost: target, startingAt: Int(truncatingIfNeeded: lrd_fetch_add_u64(trimCursor.pointer, 1)) & (shards.count - 1))
+        let first = Int(truncatingIfNeeded: lrd_fetch_add_u64(trimCursor.pointer, 1)) & (shards.count - 1)
+        trim(toCost: target, count: .max, startingAt: first)
     }
 
-    private func trim(toCost target: Int, startingAt first: Int) {
+    /// Evicts until the cost is at most `target` and the count at most `targetCount`.
+    private func trim(toCost target: Int, count targetCount: Int, startingAt first: Int) {
         var emptyInARow = 0
         var index = first
-        while currentCost > target && emptyInARow < shards.count {
+        while (currentCost > target || currentCount > targetCount) && emptyInARow < shards.count {
             let shard = shards[index]
             if let evicted = shard.lock.withLock({ shard.evictOne() }) {
-                addCost(-evicted)
+                add(cost: -evicted, count: -1)
                 emptyInARow = 0
             } else {
                 emptyInARow += 1
@@ -107,17 +110,23 @@ final class MemoryTier: @unchecked Sendable {
     /// Drops every object.
     func removeAll() {
         for shard in shards {
-            let removed = shard.lock.withLock { () -> Int in
+            let removed = shard.lock.withLock { () -> (cost: Int, count: Int) in
                 defer { shard.removeAll() }
-                return shard.cost
+                return (shard.cost, shard.count)
             }
-            addCost(-removed)
+            add(cost: -removed.cost, count: -removed.count)
         }
     }
 
     /// Drops the objects whose keys `predicate` picks.
     func removeAll(where predicate: (Data) -> Bool) {
-        for shard in shards { addCost(-shard.lock.withLock { shard.removeAll(where: predicate) }) }
+        for shard in shards {
+            let removed = shard.lock.withLock { () -> (cost: Int, count: Int) in
+                let before = shard.count
+                return (shard.removeAll(where: predicate), before - shard.count)
+            }
+            add(cost: -removed.cost, count: -removed.count)
+        }
     }
 
     /// What the system's memory pressure asks of the tier: half of its cost on a warning, all of
@@ -130,12 +139,14 @@ final class MemoryTier: @unchecked Sendable {
     }
 
     var currentCost: Int { Int(truncatingIfNeeded: lrd_load_relaxed_u64(totalCost.pointer)) }
+    private var currentCount: Int { Int(truncatingIfNeeded: lrd_load_relaxed_u64(totalCount.pointer)) }
     var count: Int { shards.reduce(0) { sum, shard in sum + shard.lock.withLock { shard.count } } }
     var hits: UInt64 { shards.reduce(0) { $0 &+ $1.hits } }
     var misses: UInt64 { shards.reduce(0) { $0 &+ $1.misses } }
 
-    private func addCost(_ cost: Int) {
+    private func add(cost: Int, count: Int) {
         if cost != 0 { lrd_fetch_add_u64(totalCost.pointer, UInt64(bitPattern: Int64(cost))) }
+        if count != 0 { lrd_fetch_add_u64(totalCount.pointer, UInt64(bitPattern: Int64(count))) }
     }
 }
 
