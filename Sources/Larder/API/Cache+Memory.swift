@@ -119,6 +119,8 @@ extension Cache {
     func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind) -> MemoryObject? {
         guard let memory, (try? ensureOpen()) != nil else { return nil }
         let hash = KeyHash(bytes).value
+        // The file's index slots start loading now, so that their cache misses overlap the tier's.
+        store.publishedViewIfCurrent()?.prefetchHomes(of: KeyHash(precomputed: hash))
         guard let (object, origin) = memory.object(forKey: bytes, hash: hash, kind: kind) else { return nil }
         if case .record(let identity) = origin {
             // An error (a key's length) is the read's to throw: the caller reads the file.
