@@ -1,3 +1,4 @@
+import CLarderSupport
 import Foundation
 
 /// The memory tier: typed values kept decoded in memory, in front of the file, and checked
@@ -119,10 +120,14 @@ extension Cache {
     func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind) -> MemoryObject? {
         guard let memory, (try? ensureOpen()) != nil else { return nil }
         let hash = KeyHash(bytes).value
-        // The file's index slots start loading now, so that their cache misses overlap the tier's.
-        store.publishedViewIfCurrent()?.prefetchHomes(of: KeyHash(precomputed: hash))
+        // The file's index slots start loading now, so that their cache misses overlap the tier's;
+        // then the record the object came from, and the value, while the index is searched.
+        let view = store.publishedViewIfCurrent()
+        view?.prefetchHomes(of: KeyHash(precomputed: hash))
         guard let (object, origin) = memory.object(forKey: bytes, hash: hash, kind: kind) else { return nil }
+        object.prefetch()
         if case .record(let identity) = origin {
+            if let view, identity.offset < view.limit { lrd_prefetch(view.base + identity.offset) }
             // An error (a key's length) is the read's to throw: the caller reads the file.
             guard let now = try? liveIdentity(forKey: bytes, hash: hash) else { return nil }
             guard now == .entry(identity) else {

@@ -1,3 +1,5 @@
+import CLarderSupport
+
 /// One object of the memory tier: a value, in memory of its own, and its type.
 ///
 /// A read checks `type` and then reads the value in place, with no dynamic cast and no
@@ -10,9 +12,11 @@ final class MemoryObject: @unchecked Sendable {
     @usableFromInline let storage: UnsafeMutableRawPointer
     @usableFromInline let type: ObjectIdentifier
     private let destroy: (UnsafeMutableRawPointer) -> Void
+    private let byteCount: Int
 
     init<Value>(_ value: Value) {
-        storage = .allocate(byteCount: max(MemoryLayout<Value>.size, 1), alignment: MemoryLayout<Value>.alignment)
+        byteCount = max(MemoryLayout<Value>.size, 1)
+        storage = .allocate(byteCount: byteCount, alignment: MemoryLayout<Value>.alignment)
         storage.initializeMemory(as: Value.self, to: value)
         type = ObjectIdentifier(Value.self)
         destroy = { $0.assumingMemoryBound(to: Value.self).deinitialize(count: 1) }
@@ -21,6 +25,13 @@ final class MemoryObject: @unchecked Sendable {
     deinit {
         destroy(storage)
         storage.deallocate()
+    }
+
+    /// Starts loading the value's first two cache lines (a hint; reads nothing).
+    @inline(__always)
+    func prefetch() {
+        lrd_prefetch(storage)
+        if byteCount > 64 { lrd_prefetch(storage + 64) }
     }
 
     /// The value, if it is a `Value`.
