@@ -12,7 +12,9 @@ import Foundation
 /// the caller computed once): a lookup hashes nothing and allocates nothing.
 ///
 /// Invariant: every field but the counters is read and written under `lock`; the counters are
-/// atomic words, so that a read counts its outcome without a second trip through the lock.
+/// atomic words, so that a read counts its outcome without a second trip through the lock. The
+/// lock is what keeps accesses apart, so the runtime's exclusivity checks are off for the two
+/// fields a hit touches.
 final class MemoryShard: @unchecked Sendable {
     struct Node {
         var key: MemoryKey
@@ -28,9 +30,9 @@ final class MemoryShard: @unchecked Sendable {
     }
 
     let lock = ShardLock()
-    private var index = MemoryIndex()
+    @exclusivity(unchecked) private var index = MemoryIndex()
     /// Nodes in use and free ones (listed in `freeNodes`, their object and key let go).
-    private var nodes: [Node] = []
+    @exclusivity(unchecked) private var nodes: [Node] = []
     private var freeNodes: [Int] = []
     private var newest = -1
     private var oldest = -1
