@@ -128,8 +128,11 @@ extension Cache {
         object.prefetch()
         if case .record(let identity) = origin {
             if let view, identity.offset < view.limit { lrd_prefetch(view.base + identity.offset) }
-            // An error (a key's length) is the read's to throw: the caller reads the file.
-            guard let now = try? liveIdentity(forKey: bytes, hash: hash) else { return nil }
+            // The view taken above, if it is still current; otherwise (or on .staleView) `read`
+            // refreshes it. An error (a key's length) is the read's to throw: the caller reads
+            // the file.
+            guard let now = (view.flatMap { try? store.liveIdentity(forKey: bytes, hash: hash, in: $0) })
+                ?? (try? liveIdentity(forKey: bytes, hash: hash)) else { return nil }
             guard now == .entry(identity) else {
                 memory.remove(MemoryKey(bytes, hash: hash), ifOrigin: origin)
                 return nil
