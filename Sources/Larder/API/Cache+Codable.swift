@@ -148,7 +148,7 @@ extension Cache {
     public func value<Value: Decodable>(_ type: Value.Type = Value.self, forKey key: some CacheKey,
                                         coder: (any CacheCoder)? = nil, placement: Placement = .memoryAndFile) throws -> Value? {
         // Inlined, so that a hit is a copy of the value specialized for its type.
-        let kind = MemoryKind(Value.self, coder: coder ?? options.coder)
+        let kind = MemoryKind(Value.self, coderType: coder.map { ObjectIdentifier(Swift.type(of: $0)) } ?? defaultCoderType)
         if Cache.placement(placement, of: Value.self) != .fileOnly,
            let value = key.withCacheKeyBytes({ rememberedObject(forKey: $0, kind: kind) })?.value(as: Value.self) {
             return value

@@ -13,7 +13,13 @@ struct MemoryKind: Hashable, Sendable {
 
     @usableFromInline
     init(_ type: Any.Type, coder: any CacheCoder) {
+        self.init(type, coderType: ObjectIdentifier(Swift.type(of: coder)))
+    }
+
+    /// The kind of `type` decoded by a coder of the type `coderType` names.
+    @usableFromInline
+    init(_ type: Any.Type, coderType: ObjectIdentifier) {
         value = ObjectIdentifier(type)
-        self.coder = ObjectIdentifier(Swift.type(of: coder))
+        coder = coderType
     }
 }
