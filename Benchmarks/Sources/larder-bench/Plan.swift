@@ -81,7 +81,7 @@ struct Options {
     }
 
     static let usage = """
-        usage: larder-bench [--full] [--reps N] [--seconds S] [--only main,concurrency,eviction,scale,lz4,typed]
+        usage: larder-bench [--full] [--reps N] [--seconds S] [--only main,concurrency,eviction,scale,lz4,typed] [--typed-keys N]
                             [--peers memhash,larder-c,larder-swift,larder-swift-lend,tkrzw,lmdb,sqlite,files] [--sizes 100,1024,...]
                             [--scale ENTRIES]
                             [--dir SCRATCH] [--out BENCHMARKS.md] [--chart chart.png] [--analysis notes.md]
@@ -115,6 +115,7 @@ struct Options {
             case "--sizes":
                 let wanted = Set(try value(flag).split(separator: ",").compactMap { Int($0) })
                 plan.sizes = plan.sizes.filter { wanted.contains($0.valueSize) }
+            case "--typed-keys": plan.typedKeys = Int(try value(flag)) ?? plan.typedKeys
             case "--scale": plan.scaleEntries = Int(try value(flag)) ?? plan.scaleEntries
             case "--dir": directory = try value(flag)
             case "--out": output = try value(flag)

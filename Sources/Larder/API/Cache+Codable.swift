@@ -144,17 +144,32 @@ extension Cache {
     ///   ``data(forKey:)-(CacheKey)``.
     ///
     /// The corresponding C function is `larder_get_alloc` (which returns the bytes).
+    @inlinable
     public func value<Value: Decodable>(_ type: Value.Type = Value.self, forKey key: some CacheKey,
                                         coder: (any CacheCoder)? = nil, placement: Placement = .memoryAndFile) throws -> Value? {
-        try rememberedValue(forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder),
-                            placement: Cache.placement(placement, of: Value.self),
-                            decode: { try decoded(type, from: $0, coder: coder) },
-                            cost: { _, byteCount in Cache.codableCost(byteCount ?? 0) })
+        // Inlined, so that a hit is a copy of the value specialized for its type.
+        let kind = MemoryKind(Value.self, coderType: coder.map { ObjectIdentifier(Swift.type(of: $0)) } ?? defaultCoderType)
+        if Cache.placement(placement, of: Value.self) != .fileOnly,
+           let value = key.withCacheKeyBytes({ rememberedObject(forKey: $0, kind: kind) })?.value(as: Value.self) {
+            return value
+        }
+        return try decodedValue(type, forKey: key, coder: coder, placement: placement)
+    }
+
+    /// `value(_:forKey:coder:placement:)` after a miss in memory.
+    @usableFromInline
+    func decodedValue<Value: Decodable>(_ type: Value.Type, forKey key: some CacheKey, coder: (any CacheCoder)?,
+                                        placement: Placement) throws -> Value? {
+        try missedValue(forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder),
+                        placement: Cache.placement(placement, of: Value.self),
+                        decode: { try decoded(type, from: $0, coder: coder) },
+                        cost: { _, byteCount in Cache.codableCost(byteCount ?? 0) })
     }
 
     /// Where a typed call of `Value` goes when it asked for `placement`: raw bytes (`Data`,
     /// `[UInt8]`) are not kept in memory beside the file (their "decoding" is a copy), only when
     /// a call asks for memory alone.
+    @usableFromInline
     static func placement(_ placement: Placement, of type: Any.Type) -> Placement {
         placement == .memoryAndFile && (type == Data.self || type == [UInt8].self) ? .fileOnly : placement
     }

@@ -1,3 +1,4 @@
+import CLarderSupport
 import Foundation
 
 /// The memory tier: typed values kept decoded in memory, in front of the file, and checked
@@ -39,11 +40,25 @@ extension Cache {
     /// - Returns: The value, or `nil` when the key is missing or expired.
     /// - Throws: `.invalidArgument` when the conversion throws (the bytes are not a `Value`) or
     ///   its cost is not positive; otherwise as ``data(forKey:)-(CacheKey)``.
+    @inlinable
     public func value<Conversion: CacheConversion>(forKey key: some CacheKey, using conversion: Conversion,
                                                    placement: Placement = .memoryAndFile) throws(LarderError) -> Conversion.Value? {
+        // Inlined, so that a hit is a copy of the value specialized for its type.
+        let kind = MemoryKind(Conversion.self)
+        if placement != .fileOnly,
+           let value = key.withCacheKeyBytes({ rememberedObject(forKey: $0, kind: kind) })?.value(as: Conversion.Value.self) {
+            return value
+        }
+        return try convertedValue(forKey: key, using: conversion, placement: placement)
+    }
+
+    /// `value(forKey:using:placement:)` after a miss in memory.
+    @usableFromInline
+    func convertedValue<Conversion: CacheConversion>(forKey key: some CacheKey, using conversion: Conversion,
+                                                     placement: Placement) throws(LarderError) -> Conversion.Value? {
         try converting {
-            try rememberedValue(forKey: key, kind: MemoryKind(Conversion.self), placement: placement,
-                                decode: conversion.value(from:), cost: { value, _ in conversion.memoryCost(of: value) })
+            try missedValue(forKey: key, kind: MemoryKind(Conversion.self), placement: placement,
+                            decode: conversion.value(from:), cost: { value, _ in conversion.memoryCost(of: value) })
         }
     }
 
@@ -96,33 +111,59 @@ extension Cache {
         return cost
     }
 
+    /// The object kept in memory for the key `bytes` by a conversion of kind `kind`, while the
+    /// key's entry in the file is still the record it came from (one lookup, no decoding), or
+    /// nil. A hit is counted; a miss is left to the caller (which reads the file and counts it).
+    ///
+    /// It hashes the key once (for the tier and the file's index) and allocates nothing.
+    @usableFromInline
+    func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind) -> MemoryObject? {
+        guard let memory, (try? ensureOpen()) != nil else { return nil }
+        let hash = KeyHash(bytes).value
+        // The file's index slots start loading now, so that their cache misses overlap the tier's;
+        // then the record the object came from, and the value, while the index is searched.
+        let view = store.publishedViewIfCurrent()
+        view?.prefetchHomes(of: KeyHash(precomputed: hash))
+        guard let (object, origin) = memory.object(forKey: bytes, hash: hash, kind: kind) else { return nil }
+        object.prefetch()
+        if case .record(let identity) = origin {
+            if let view, identity.offset < view.limit { lrd_prefetch(view.base + identity.offset) }
+            // The view taken above, if it is still current; otherwise (or on .staleView) `read`
+            // refreshes it. An error (a key's length) is the read's to throw: the caller reads
+            // the file.
+            guard let now = (view.flatMap { try? store.liveIdentity(forKey: bytes, hash: hash, in: $0) })
+                ?? (try? liveIdentity(forKey: bytes, hash: hash)) else { return nil }
+            guard now == .entry(identity) else {
+                memory.remove(MemoryKey(bytes, hash: hash), ifOrigin: origin)
+                return nil
+            }
+        }
+        memory.countHit(forHash: hash)
+        return object
+    }
+
     /// The value of `key`: the object kept in memory while the key's entry in the file is still
     /// the record it came from (one lookup, no decoding), otherwise decoded from the file and
     /// kept. `kind` names the conversion (objects kept by another are not returned).
     func rememberedValue<Value>(forKey key: some CacheKey, kind: MemoryKind, placement: Placement,
                                 decode: (Data) throws -> Value, cost: (Value, Int?) throws -> Int) throws -> Value? {
+        if placement != .fileOnly,
+           let value = key.withCacheKeyBytes({ rememberedObject(forKey: $0, kind: kind) })?.value(as: Value.self) {
+            return value
+        }
+        return try missedValue(forKey: key, kind: kind, placement: placement, decode: decode, cost: cost)
+    }
+
+    /// The value of `key` after `rememberedObject` found none: read from the file, decoded, and
+    /// kept in memory (unless `placement` says otherwise).
+    func missedValue<Value>(forKey key: some CacheKey, kind: MemoryKind, placement: Placement,
+                            decode: (Data) throws -> Value, cost: (Value, Int?) throws -> Int) throws -> Value? {
         guard let memory, placement != .fileOnly else {
             guard let data = try data(forKey: key) else { return nil }
             return try decode(data)
         }
         let memoryKey = MemoryKey(key)
         try ensureOpen()
-        var current: CacheStore.IdentityLookup?
-        if let (object, origin) = memory.object(forKey: memoryKey, kind: kind), let value = object as? Value {
-            switch origin {
-            case .memoryOnly:
-                memory.countHit(forKey: memoryKey)
-                return value
-            case .record(let identity):
-                let now = try liveIdentity(forKey: memoryKey)
-                if now == .entry(identity) {
-                    memory.countHit(forKey: memoryKey)
-                    return value
-                }
-                memory.remove(memoryKey, ifOrigin: origin)
-                current = now
-            }
-        }
         memory.countMiss(forKey: memoryKey)
         if placement == .memoryOnly {
             try memoryKey.bytes.withUnsafeBytes { bytes in Result { () throws(LarderError) in try store.validateKey(bytes) } }.get()
@@ -130,7 +171,7 @@ extension Cache {
         }
         // The identity before and after the copy: a key's current sequence number only grows, so
         // equal ones mean the bytes copied were that record's (FORMAT.md 7.7.8).
-        let before = try current ?? liveIdentity(forKey: memoryKey)
+        let before = try liveIdentity(forKey: memoryKey)
         guard let data = try data(forKey: memoryKey.bytes) else { return nil }
         let value = try decode(data)
         let valueCost = try checkedCost(cost(value, data.count))
@@ -191,10 +232,14 @@ extension Cache {
     /// The identity of `key`'s live, unexpired entry, from one lookup without a lock.
     func liveIdentity(forKey key: MemoryKey) throws(LarderError) -> CacheStore.IdentityLookup {
         try key.bytes.withUnsafeBytes { bytes in
-            Result { () throws(LarderError) in
-                try read(bytes) { (view) throws(LarderError) in try store.liveIdentity(forKey: bytes, hash: key.hash, in: view) }
-            }
+            Result { () throws(LarderError) in try liveIdentity(forKey: bytes, hash: key.hash) }
         }.get()
+    }
+
+    /// The identity of the key `bytes`'s live, unexpired entry; `hash` is their XXH64.
+    @inline(__always)
+    func liveIdentity(forKey bytes: UnsafeRawBufferPointer, hash: UInt64) throws(LarderError) -> CacheStore.IdentityLookup {
+        try read(bytes) { (view) throws(LarderError) in try store.liveIdentity(forKey: bytes, hash: hash, in: view) }
     }
 
     /// Drops the object of `key` from memory (removed from the file through this handle).

@@ -93,6 +93,9 @@ public final class Cache: @unchecked Sendable {
     let store: CacheStore
     /// Decoded objects of typed reads and writes (nil when `options.memory` is).
     let memory: MemoryTier?
+    /// The type of `options.coder`, so that a typed read names its coder without copying it
+    /// (a copy retains the coder's objects, which every thread shares).
+    @usableFromInline let defaultCoderType: ObjectIdentifier
     /// The fork count (`lrd_fork_generation`) the store was opened at, `.max` once closed. A child
     /// forked after the open sees another count, so the handle is closed there too: one compare
     /// a call. Set under the exclusive lock, read without it.
@@ -114,6 +117,7 @@ public final class Cache: @unchecked Sendable {
             throw LarderError(.invalidArgument, "memory limits must be positive (cost \(limits.cost.bytes) bytes, count \(limits.count))", path: path)
         }
         memory = options.memory.map(MemoryTier.init(limits:))
+        defaultCoderType = ObjectIdentifier(type(of: options.coder))
         entry = try OpenFileRegistry.shared.open(path: path, configuration: .init(
             capacity: options.capacity?.bytes, pageSize: options.pageSize,
             readOnly: options.readOnly, permissions: options.permissions))

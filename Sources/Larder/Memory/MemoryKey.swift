@@ -15,8 +15,21 @@ struct MemoryKey: Hashable, @unchecked Sendable {
     }
 
     init(_ key: UnsafeRawBufferPointer) {
+        self.init(key, hash: KeyHash(key).value)
+    }
+
+    /// The key `key`, whose XXH64 the caller has computed.
+    init(_ key: UnsafeRawBufferPointer, hash: UInt64) {
         bytes = Data(key)
-        hash = KeyHash(key).value
+        self.hash = hash
+    }
+
+    /// Whether the key's bytes are `other`.
+    @inline(__always)
+    func matches(_ other: UnsafeRawBufferPointer) -> Bool {
+        bytes.count == other.count && bytes.withUnsafeBytes { own in
+            other.isEmpty || memcmp(own.baseAddress!, other.baseAddress!, other.count) == 0
+        }
     }
 
     init(_ key: some CacheKey) {

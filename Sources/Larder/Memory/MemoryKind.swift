@@ -1,16 +1,25 @@
 /// What decoded an object of the memory tier: its type, and the coder's type for a `Codable`
 /// value. A read returns only objects of its own kind (a read with another coder decodes anew).
+@usableFromInline
 struct MemoryKind: Hashable, Sendable {
     let value: ObjectIdentifier
     let coder: ObjectIdentifier?
 
+    @usableFromInline
     init(_ type: Any.Type) {
         value = ObjectIdentifier(type)
         coder = nil
     }
 
+    @usableFromInline
     init(_ type: Any.Type, coder: any CacheCoder) {
+        self.init(type, coderType: ObjectIdentifier(Swift.type(of: coder)))
+    }
+
+    /// The kind of `type` decoded by a coder of the type `coderType` names.
+    @usableFromInline
+    init(_ type: Any.Type, coderType: ObjectIdentifier) {
         value = ObjectIdentifier(type)
-        self.coder = ObjectIdentifier(Swift.type(of: coder))
+        coder = coderType
     }
 }

@@ -8,12 +8,17 @@ import Foundation
 /// a visited object is passed (its flag cleared), the first unvisited one goes. Its miss ratio is
 /// at or below LRU's on web and key-value traces, and a hit moves nothing.
 ///
+/// The index is an open-addressing table of node positions, probed by the key's XXH64 (which
+/// the caller computed once): a lookup hashes nothing and allocates nothing.
+///
 /// Invariant: every field but the counters is read and written under `lock`; the counters are
-/// atomic words, so that a read counts its outcome without a second trip through the lock.
+/// atomic words, so that a read counts its outcome without a second trip through the lock. The
+/// lock is what keeps accesses apart, so the runtime's exclusivity checks are off for the two
+/// fields a hit touches.
 final class MemoryShard: @unchecked Sendable {
     struct Node {
         var key: MemoryKey
-        var object: Any
+        var object: MemoryObject?
         /// The conversion the object was decoded or encoded with (its type).
         var kind: MemoryKind
         var origin: MemoryOrigin
@@ -25,9 +30,9 @@ final class MemoryShard: @unchecked Sendable {
     }
 
     let lock = ShardLock()
-    private var index: [MemoryKey: Int] = [:]
+    @exclusivity(unchecked) private var index = MemoryIndex()
     /// Nodes in use and free ones (listed in `freeNodes`, their object and key let go).
-    private var nodes: [Node] = []
+    @exclusivity(unchecked) private var nodes: [Node] = []
     private var freeNodes: [Int] = []
     private var newest = -1
     private var oldest = -1
@@ -39,12 +44,14 @@ final class MemoryShard: @unchecked Sendable {
     private let counters: UnsafeMutablePointer<UInt64>
 
     init() {
-        counters = .allocate(capacity: 2)
+        // Lines of their own, like the lock's: a hit of one thread does not slow another's.
+        counters = UnsafeMutableRawPointer.allocate(byteCount: ShardLock.lineBytes, alignment: ShardLock.lineBytes)
+            .bindMemory(to: UInt64.self, capacity: 2)
         counters.initialize(repeating: 0, count: 2)
     }
 
     deinit {
-        counters.deallocate()
+        UnsafeMutableRawPointer(counters).deallocate()
     }
 
     func countHit() { lrd_fetch_add_u64(counters, 1) }
@@ -52,23 +59,35 @@ final class MemoryShard: @unchecked Sendable {
     var hits: UInt64 { lrd_load_relaxed_u64(counters) }
     var misses: UInt64 { lrd_load_relaxed_u64(counters + 1) }
 
-    /// Under `lock`: the object of `key`, marked visited.
-    func find(_ key: MemoryKey) -> (object: Any, kind: MemoryKind, origin: MemoryOrigin)? {
-        guard let position = index[key] else { return nil }
-        // Field by field: a copy of the whole node would retain its key and object both.
-        nodes[position].visited = true
-        return (nodes[position].object, nodes[position].kind, nodes[position].origin)
+    /// Under `lock`: the object of the key `bytes` (whose XXH64 is `hash`) if a conversion of
+    /// kind `kind` kept it, marked visited, and where it came from.
+    @inline(__always)
+    func find(_ bytes: UnsafeRawBufferPointer, hash: UInt64, kind: MemoryKind) -> (MemoryObject, MemoryOrigin)? {
+        nodes.withUnsafeMutableBufferPointer { nodes -> (MemoryObject, MemoryOrigin)? in
+            guard let position = index.find(bytes, hash: hash, in: UnsafeBufferPointer(nodes)),
+                  nodes[position].kind == kind, let object = nodes[position].object else { return nil }
+            // Written only when it changes: a hit on a visited object leaves its line clean.
+            if !nodes[position].visited { nodes[position].visited = true }
+            return (object, nodes[position].origin)
+        }
+    }
+
+    /// Under `lock`: the position of `key`'s node.
+    private func position(of key: MemoryKey) -> Int? {
+        key.bytes.withUnsafeBytes { bytes in
+            nodes.withUnsafeBufferPointer { index.find(bytes, hash: key.hash, in: $0) }
+        }
     }
 
     /// Under `lock`: `object` for `key`, newest, replacing any other; returns the cost added
     /// (negative when the object replaced cost more).
-    func insert(_ key: MemoryKey, object: Any, kind: MemoryKind, origin: MemoryOrigin, cost objectCost: Int) -> Int {
+    func insert(_ key: MemoryKey, object: MemoryObject, kind: MemoryKind, origin: MemoryOrigin, cost objectCost: Int) -> Int {
         var added = objectCost
-        if let position = index[key] {
+        if let position = position(of: key) {
             added -= nodes[position].cost
             unlink(position)
+            index.remove(position, in: nodes)
             free(position)
-            index[key] = nil
         }
         let node = Node(key: key, object: object, kind: kind, origin: origin, cost: objectCost, visited: false,
                         prev: -1, next: newest)
@@ -83,7 +102,7 @@ final class MemoryShard: @unchecked Sendable {
         if newest >= 0 { nodes[newest].prev = position }
         newest = position
         if oldest < 0 { oldest = position }
-        index[key] = position
+        index.insert(position, in: nodes)
         cost += added
         return added
     }
@@ -91,11 +110,11 @@ final class MemoryShard: @unchecked Sendable {
     /// Under `lock`: removes `key`'s object (only when it has `origin`, if given); returns its cost.
     @discardableResult
     func remove(_ key: MemoryKey, ifOrigin origin: MemoryOrigin? = nil) -> Int? {
-        guard let position = index[key], origin == nil || nodes[position].origin == origin else { return nil }
+        guard let position = position(of: key), origin == nil || nodes[position].origin == origin else { return nil }
         let removed = nodes[position].cost
         unlink(position)
+        index.remove(position, in: nodes)
         free(position)
-        index[key] = nil
         cost -= removed
         return removed
     }
@@ -114,12 +133,13 @@ final class MemoryShard: @unchecked Sendable {
 
     /// Under `lock`: drops the objects whose keys `predicate` picks; returns their cost.
     func removeAll(where predicate: (Data) -> Bool) -> Int {
-        index.keys.filter { predicate($0.bytes) }.reduce(0) { sum, key in sum + (remove(key) ?? 0) }
+        let picked = nodes.filter { $0.object != nil && predicate($0.key.bytes) }.map(\.key)
+        return picked.reduce(0) { sum, key in sum + (remove(key) ?? 0) }
     }
 
     /// Under `lock`: drops every object.
     func removeAll() {
-        index.removeAll()
+        index = MemoryIndex()
         nodes.removeAll()
         freeNodes.removeAll()
         (newest, oldest, hand, cost) = (-1, -1, -1, 0)
@@ -134,7 +154,7 @@ final class MemoryShard: @unchecked Sendable {
     }
 
     private func free(_ position: Int) {
-        nodes[position].object = ()
+        nodes[position].object = nil
         nodes[position].key = MemoryKey.none
         freeNodes.append(position)
     }

@@ -4,15 +4,16 @@ import Foundation
 /// Decoded objects kept in memory in front of a cache's file, within a count and a cost limit.
 ///
 /// The keys are spread over shards by hash, each with its own lock and SIEVE queue
-/// (`MemoryShard`), so that hits of several threads rarely meet on one lock. The count limit is
-/// split evenly between the shards; the cost limit holds for the whole tier (an insert that
-/// goes over it evicts from its own shard first, then from the others in turn).
+/// (`MemoryShard`), so that hits of several threads rarely meet on one lock. Both limits hold for
+/// the whole tier, not per shard (keys seldom hash evenly): an insert that goes over one evicts
+/// from its own shard first, then from the others in turn.
 final class MemoryTier: @unchecked Sendable {
     let limits: MemoryLimits
     private let shards: [MemoryShard]
-    private let countPerShard: Int
     /// The cost of every object held, as a wrapping two's-complement sum.
     private let totalCost = AtomicWord()
+    /// The number of objects held, kept the same way.
+    private let totalCount = AtomicWord()
     /// Where the next trim starts evicting, so that trims take from every shard in turn.
     private let trimCursor = AtomicWord()
     #if canImport(Darwin)
@@ -22,72 +23,82 @@ final class MemoryTier: @unchecked Sendable {
     /// A tier within `limits`, which the caller has checked (both positive).
     init(limits: MemoryLimits) {
         self.limits = limits
-        // Up to 16 shards, each holding at least 64 objects: small limits are held exactly.
+        // Up to 16 shards, each for at least 64 objects.
         var count = 1
         while count < 16 && limits.count / (count * 2) >= 64 { count *= 2 }
         shards = (0..<count).map { _ in MemoryShard() }
-        countPerShard = limits.count / count
         #if canImport(Darwin)
         pressureWatch = MemoryPressureWatch(tier: self)
         #endif
     }
 
-    /// The shard of `key`: the hash's low bits (the dictionaries inside hash the hash again).
+    /// The shard of a key: its hash's low bits (the shard's index uses the high ones).
     @inline(__always)
-    private func shard(of key: MemoryKey) -> (MemoryShard, Int) {
-        let index = Int(truncatingIfNeeded: key.hash) & (shards.count - 1)
+    private func shard(of hash: UInt64) -> (MemoryShard, Int) {
+        let index = Int(truncatingIfNeeded: hash) & (shards.count - 1)
         return (shards[index], index)
     }
 
-    /// The object of `key` if it was kept by a conversion of kind `kind`, and where it came from.
-    /// Counts nothing: the caller counts a hit or a miss once it has checked the origin.
-    func object(forKey key: MemoryKey, kind: MemoryKind) -> (object: Any, origin: MemoryOrigin)? {
-        let (shard, _) = shard(of: key)
-        guard let found = shard.lock.withLock({ shard.find(key) }), found.kind == kind else { return nil }
-        return (found.object, found.origin)
+    @inline(__always)
+    private func shard(of key: MemoryKey) -> (MemoryShard, Int) { shard(of: key.hash) }
+
+    /// The object of the key `bytes` (XXH64 `hash`) if a conversion of kind `kind` kept it, and
+    /// where it came from. Counts nothing: the caller counts a hit or a miss once it has checked
+    /// the origin.
+    @inline(__always)
+    func object(forKey bytes: UnsafeRawBufferPointer, hash: UInt64, kind: MemoryKind) -> (MemoryObject, MemoryOrigin)? {
+        let (shard, _) = shard(of: hash)
+        return shard.lock.withLock { shard.find(bytes, hash: hash, kind: kind) }
     }
 
-    func countHit(forKey key: MemoryKey) { shard(of: key).0.countHit() }
+    func countHit(forHash hash: UInt64) { shard(of: hash).0.countHit() }
     func countMiss(forKey key: MemoryKey) { shard(of: key).0.countMiss() }
 
     /// Keeps `object` for `key`, replacing what was there, and evicts to stay within the limits.
     /// An object whose cost alone is over the cost limit is not kept (and the key's older one
     /// goes).
-    func insert(_ object: Any, forKey key: MemoryKey, kind: MemoryKind, origin: MemoryOrigin, cost: Int) {
+    func insert<Value>(_ object: Value, forKey key: MemoryKey, kind: MemoryKind, origin: MemoryOrigin, cost: Int) {
+        insert(MemoryObject(object), forKey: key, kind: kind, origin: origin, cost: cost)
+    }
+
+    private func insert(_ object: MemoryObject, forKey key: MemoryKey, kind: MemoryKind, origin: MemoryOrigin, cost: Int) {
         let (shard, index) = shard(of: key)
         guard cost <= limits.cost.bytes else {
             remove(key)
             return
         }
-        let added = shard.lock.withLock { () -> Int in
-            var added = shard.insert(key, object: object, kind: kind, origin: origin, cost: cost)
-            while shard.count > countPerShard, let evicted = shard.evictOne() { added -= evicted }
-            return added
+        let (addedCost, addedCount) = shard.lock.withLock { () -> (Int, Int) in
+            let before = shard.count
+            return (shard.insert(key, object: object, kind: kind, origin: origin, cost: cost), shard.count - before)
         }
-        addCost(added)
-        if currentCost > limits.cost.bytes { trim(toCost: limits.cost.bytes, startingAt: index) }
+        add(cost: addedCost, count: addedCount)
+        if currentCost > limits.cost.bytes || currentCount > limits.count {
+            trim(toCost: limits.cost.bytes, count: limits.count, startingAt: index)
+        }
     }
 
     /// Drops the object of `key`; with `origin`, only if it still has that origin (a newer one
     /// kept meanwhile stays).
     func remove(_ key: MemoryKey, ifOrigin origin: MemoryOrigin? = nil) {
         let (shard, _) = shard(of: key)
-        if let removed = shard.lock.withLock({ shard.remove(key, ifOrigin: origin) }) { addCost(-removed) }
+        if let removed = shard.lock.withLock({ shard.remove(key, ifOrigin: origin) }) { add(cost: -removed, count: -1) }
     }
 
     /// Evicts objects, by SIEVE in each shard and the shards in turn, until their cost is at most
     /// `target`.
     func trim(toCost target: Int) {
-        trim(toCost: target, startingAt: Int(truncatingIfNeeded: lrd_fetch_add_u64(trimCursor.pointer, 1)) & (shards.count - 1))
+        let first = Int(truncatingIfNeeded: lrd_fetch_add_u64(trimCursor.pointer, 1)) & (shards.count - 1)
+        trim(toCost: target, count: .max, startingAt: first)
     }
 
-    private func trim(toCost target: Int, startingAt first: Int) {
+    /// Evicts until the cost is at most `target` and the count at most `targetCount`.
+    private func trim(toCost target: Int, count targetCount: Int, startingAt first: Int) {
         var emptyInARow = 0
         var index = first
-        while currentCost > target && emptyInARow < shards.count {
+        while (currentCost > target || currentCount > targetCount) && emptyInARow < shards.count {
             let shard = shards[index]
             if let evicted = shard.lock.withLock({ shard.evictOne() }) {
-                addCost(-evicted)
+                add(cost: -evicted, count: -1)
                 emptyInARow = 0
             } else {
                 emptyInARow += 1
@@ -99,17 +110,23 @@ final class MemoryTier: @unchecked Sendable {
     /// Drops every object.
     func removeAll() {
         for shard in shards {
-            let removed = shard.lock.withLock { () -> Int in
+            let removed = shard.lock.withLock { () -> (cost: Int, count: Int) in
                 defer { shard.removeAll() }
-                return shard.cost
+                return (shard.cost, shard.count)
             }
-            addCost(-removed)
+            add(cost: -removed.cost, count: -removed.count)
         }
     }
 
     /// Drops the objects whose keys `predicate` picks.
     func removeAll(where predicate: (Data) -> Bool) {
-        for shard in shards { addCost(-shard.lock.withLock { shard.removeAll(where: predicate) }) }
+        for shard in shards {
+            let removed = shard.lock.withLock { () -> (cost: Int, count: Int) in
+                let before = shard.count
+                return (shard.removeAll(where: predicate), before - shard.count)
+            }
+            add(cost: -removed.cost, count: -removed.count)
+        }
     }
 
     /// What the system's memory pressure asks of the tier: half of its cost on a warning, all of
@@ -122,12 +139,14 @@ final class MemoryTier: @unchecked Sendable {
     }
 
     var currentCost: Int { Int(truncatingIfNeeded: lrd_load_relaxed_u64(totalCost.pointer)) }
+    private var currentCount: Int { Int(truncatingIfNeeded: lrd_load_relaxed_u64(totalCount.pointer)) }
     var count: Int { shards.reduce(0) { sum, shard in sum + shard.lock.withLock { shard.count } } }
     var hits: UInt64 { shards.reduce(0) { $0 &+ $1.hits } }
     var misses: UInt64 { shards.reduce(0) { $0 &+ $1.misses } }
 
-    private func addCost(_ cost: Int) {
+    private func add(cost: Int, count: Int) {
         if cost != 0 { lrd_fetch_add_u64(totalCost.pointer, UInt64(bitPattern: Int64(cost))) }
+        if count != 0 { lrd_fetch_add_u64(totalCount.pointer, UInt64(bitPattern: Int64(count))) }
     }
 }
 
