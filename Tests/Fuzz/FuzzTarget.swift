@@ -31,10 +31,11 @@ enum FuzzTargetUsage {
 }
 #endif
 
-private let path: String = {
-    let directory = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
-    return "\(directory)/larder-fuzz-\(getpid()).larder"
-}()
+private let directory = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
+
+/// A file of its own for each input: the corpus test runs its cases at once, and a case that
+/// rewrote another's file under its open handle broke that one's promises.
+private func newPath() -> String { "\(directory)/larder-fuzz-\(getpid())-\(UUID().uuidString).larder" }
 
 /// Returns 0, or, outside the libFuzzer build (the test run over the corpus), 1 when the library
 /// broke a promise on this input; the libFuzzer build stops there, as for a crash.
@@ -56,6 +57,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
 /// written, or be refused as damaged.
 private func exercise(_ file: [UInt8]) -> [String] {
     var broken: [String] = []
+    let path = newPath()
     guard FileManager.default.createFile(atPath: path, contents: Data(file)) else { return broken }
     defer { unlink(path) }
     if let inspector = try? FileInspector(path: path) {
