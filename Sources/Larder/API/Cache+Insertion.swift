@@ -32,7 +32,7 @@ extension Cache {
 
     /// Stores `value`, encoded by `coder`, for `key` when the key has no live value, and answers
     /// whether it did: ``insert(_:forKey:expiry:compression:)`` for `Codable` values, encoded as
-    /// ``set(_:forKey:expiry:compression:coder:)`` encodes them.
+    /// ``set(_:forKey:expiry:compression:coder:placement:)`` encodes them.
     ///
     /// - Throws: What the coder throws when it cannot encode `value`; otherwise a ``LarderError``.
     @_disfavoredOverload @discardableResult
