@@ -54,19 +54,12 @@ extension Cache {
                                           coder: (any CacheCoder)? = nil,
                                           _ body: (_ key: Data, _ value: Value) throws -> Void) throws {
         for key in try keys(withPrefix: prefix) {
-            let value: Value?
-            do {
-                value = try rememberedValue(forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder),
-                                        placement: Cache.placement(.memoryAndFile, of: Value.self),
-                                            decode: { try decoded(type, from: $0, coder: coder) },
-                                            cost: { _, byteCount in Cache.codableCost(byteCount ?? 0) })
-            } catch let error as LarderError {
-                throw error
-            } catch {
-                continue
+            switch rememberedCodable(type, forKey: key, coder: coder) {
+            case .success(let value?): try body(key, value)
+            case .success(nil): continue
+            case .failure(let error as LarderError): throw error
+            case .failure: continue  // Not a `Value`.
             }
-            guard let value else { continue }
-            try body(key, value)
         }
     }
 

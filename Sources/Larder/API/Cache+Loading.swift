@@ -187,20 +187,13 @@ extension Cache {
     /// The unexpired value of `key`, if it is there and decodes.
     private func cachedValue<Value: Decodable>(_ type: Value.Type, forKey key: Data,
                                                coder: (any CacheCoder)?) throws(LarderError) -> Cached<Value> {
-        let value: Value?
-        do {
-            value = try rememberedValue(forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder),
-                                        placement: Cache.placement(.memoryAndFile, of: Value.self),
-                                        decode: { try decoded(type, from: $0, coder: coder) },
-                                        cost: { _, byteCount in Cache.codableCost(byteCount ?? 0) })
-        } catch let error as LarderError where error.code != .corrupt {
-            throw error
-        } catch {
-            // Damaged, or not a `Value` (a value stored by another version of the program).
-            return .unusable
+        switch rememberedCodable(type, forKey: key, coder: coder) {
+        case .success(let value?): return .fresh(value)
+        case .success(nil): return .missing
+        case .failure(let error as LarderError) where error.code != .corrupt: throw error
+        // Damaged, or not a `Value` (a value stored by another version of the program).
+        case .failure: return .unusable
         }
-        guard let value else { return .missing }
-        return .fresh(value)
     }
 
     /// The copy of `key` the cache holds, expired or not, if it decodes.

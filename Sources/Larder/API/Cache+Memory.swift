@@ -154,6 +154,17 @@ extension Cache {
         return try missedValue(forKey: key, kind: kind, placement: placement, decode: decode, cost: cost)
     }
 
+    /// The `Codable` value of `key`, through memory, or what the read or the decoding threw.
+    func rememberedCodable<Value: Decodable>(_ type: Value.Type, forKey key: Data,
+                                             coder: (any CacheCoder)?) -> Result<Value?, any Error> {
+        Result {
+            try rememberedValue(forKey: key, kind: MemoryKind(Value.self, coder: coder ?? options.coder),
+                                placement: Cache.placement(.memoryAndFile, of: Value.self),
+                                decode: { try decoded(type, from: $0, coder: coder) },
+                                cost: { _, byteCount in Cache.codableCost(byteCount ?? 0) })
+        }
+    }
+
     /// The value of `key` after `rememberedObject` found none: read from the file, decoded, and
     /// kept in memory (unless `placement` says otherwise).
     func missedValue<Value>(forKey key: some CacheKey, kind: MemoryKind, placement: Placement,

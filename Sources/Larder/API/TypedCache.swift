@@ -121,14 +121,14 @@ public struct TypedCache<Key, Value>: Sendable {
     }
 }
 
-extension TypedCache where Key: CacheKeyConvertible {
+extension TypedCache where Key: CacheKeyConvertible & SendableMetatype {
     /// A view whose values `conversion` turns into bytes, keyed by ``CacheKeyConvertible/cacheKey``.
     public init<Conversion: CacheConversion<Value>>(_ cache: Cache, prefix: String = "", conversion: Conversion) {
         self.init(cache, prefix: prefix, key: { $0.cacheKey }, conversion: conversion)
     }
 }
 
-extension TypedCache where Value: Codable {
+extension TypedCache where Value: Codable & SendableMetatype {
     /// A view of `Codable` values, encoded by `coder` (`nil`: the cache's, JSON by default), whose
     /// keys `key` names. Its calls throw what the coder throws, and ``LarderError``.
     public init(_ cache: Cache, prefix: String = "", key: @escaping @Sendable (Key) -> String,
@@ -145,7 +145,7 @@ extension TypedCache where Value: Codable {
     }
 }
 
-extension TypedCache where Key: CacheKeyConvertible, Value: Codable {
+extension TypedCache where Key: CacheKeyConvertible & SendableMetatype, Value: Codable & SendableMetatype {
     /// A view of `Codable` values, encoded by `coder` (`nil`: the cache's, JSON by default),
     /// keyed by ``CacheKeyConvertible/cacheKey``.
     public init(_ cache: Cache, prefix: String = "", coder: (any CacheCoder)? = nil) {
