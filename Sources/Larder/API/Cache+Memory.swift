@@ -118,7 +118,13 @@ extension Cache {
     /// It hashes the key once (for the tier and the file's index) and allocates nothing.
     @usableFromInline
     func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind) -> MemoryObject? {
-        guard let memory, (try? ensureOpen()) != nil else { return nil }
+        guard let unretainedMemory, (try? ensureOpen()) != nil else { return nil }
+        return unretainedMemory._withUnsafeGuaranteedRef { rememberedObject(forKey: bytes, kind: kind, in: $0) }
+    }
+
+    /// `rememberedObject(forKey:kind:)` once the tier is known.
+    @inline(__always)
+    private func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind, in memory: MemoryTier) -> MemoryObject? {
         let hash = KeyHash(bytes).value
         // The file's index slots start loading now, so that their cache misses overlap the tier's;
         // then the record the object came from, and the value, while the index is searched.
@@ -177,7 +183,7 @@ extension Cache {
         try ensureOpen()
         memory.countMiss(forKey: memoryKey)
         if placement == .memoryOnly {
-            try memoryKey.bytes.withUnsafeBytes { bytes in Result { () throws(LarderError) in try store.validateKey(bytes) } }.get()
+            try memoryKey.withBytes { bytes in Result { () throws(LarderError) in try store.validateKey(bytes) } }.get()
             return nil
         }
         // The identity before and after the copy: a key's current sequence number only grows, so
@@ -242,7 +248,7 @@ extension Cache {
 
     /// The identity of `key`'s live, unexpired entry, from one lookup without a lock.
     func liveIdentity(forKey key: MemoryKey) throws(LarderError) -> CacheStore.IdentityLookup {
-        try key.bytes.withUnsafeBytes { bytes in
+        try key.withBytes { bytes in
             Result { () throws(LarderError) in try liveIdentity(forKey: bytes, hash: key.hash) }
         }.get()
     }

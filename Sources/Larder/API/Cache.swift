@@ -93,6 +93,8 @@ public final class Cache: @unchecked Sendable {
     let store: CacheStore
     /// Decoded objects of typed reads and writes (nil when `options.memory` is).
     let memory: MemoryTier?
+    /// `memory` again, unretained, so that a hit in memory retains no tier (`memory` keeps it).
+    let unretainedMemory: Unmanaged<MemoryTier>?
     /// The type of `options.coder`, so that a typed read names its coder without copying it
     /// (a copy retains the coder's objects, which every thread shares).
     @usableFromInline let defaultCoderType: ObjectIdentifier
@@ -117,6 +119,7 @@ public final class Cache: @unchecked Sendable {
             throw LarderError(.invalidArgument, "memory limits must be positive (cost \(limits.cost.bytes) bytes, count \(limits.count))", path: path)
         }
         memory = options.memory.map(MemoryTier.init(limits:))
+        unretainedMemory = memory.map(Unmanaged.passUnretained)
         defaultCoderType = ObjectIdentifier(type(of: options.coder))
         entry = try OpenFileRegistry.shared.open(path: path, configuration: .init(
             capacity: options.capacity?.bytes, pageSize: options.pageSize,

@@ -28,8 +28,9 @@ struct MemoryIndex {
             while true {
                 let position = Int(slots[slot])
                 if position < 0 { return nil }
-                let key = nodes[position].key
-                if key.hash == hash && key.matches(bytes) { return position }
+                // Borrowed in place: a copy of the key would retain its storage.
+                let node = nodes.baseAddress.unsafelyUnwrapped + position
+                if node.pointee.key.hash == hash && node.pointee.key.matches(bytes) { return position }
                 slot = (slot + 1) & mask
             }
         }

@@ -74,7 +74,7 @@ final class MemoryShard: @unchecked Sendable {
 
     /// Under `lock`: the position of `key`'s node.
     private func position(of key: MemoryKey) -> Int? {
-        key.bytes.withUnsafeBytes { bytes in
+        key.withBytes { bytes in
             nodes.withUnsafeBufferPointer { index.find(bytes, hash: key.hash, in: $0) }
         }
     }

@@ -10,6 +10,8 @@ import Foundation
 final class MemoryTier: @unchecked Sendable {
     let limits: MemoryLimits
     private let shards: [MemoryShard]
+    /// `shards` again, unretained, so that a hit retains no shard (`shards` keeps them).
+    private let unretainedShards: UnsafeMutableBufferPointer<Unmanaged<MemoryShard>>
     /// The cost of every object held, as a wrapping two's-complement sum.
     private let totalCost = AtomicWord()
     /// The number of objects held, kept the same way.
@@ -27,9 +29,15 @@ final class MemoryTier: @unchecked Sendable {
         var count = 1
         while count < 16 && limits.count / (count * 2) >= 64 { count *= 2 }
         shards = (0..<count).map { _ in MemoryShard() }
+        unretainedShards = .allocate(capacity: count)
+        _ = unretainedShards.initialize(from: shards.map(Unmanaged.passUnretained))
         #if canImport(Darwin)
         pressureWatch = MemoryPressureWatch(tier: self)
         #endif
+    }
+
+    deinit {
+        unretainedShards.deallocate()
     }
 
     /// The shard of a key: its hash's low bits (the shard's index uses the high ones).
@@ -47,8 +55,10 @@ final class MemoryTier: @unchecked Sendable {
     /// the origin.
     @inline(__always)
     func object(forKey bytes: UnsafeRawBufferPointer, hash: UInt64, kind: MemoryKind) -> (MemoryObject, MemoryOrigin)? {
-        let (shard, _) = shard(of: hash)
-        return shard.lock.withLock { shard.find(bytes, hash: hash, kind: kind) }
+        let index = Int(truncatingIfNeeded: hash) & (unretainedShards.count - 1)
+        return unretainedShards[index]._withUnsafeGuaranteedRef { shard in
+            shard.lock.withLock { shard.find(bytes, hash: hash, kind: kind) }
+        }
     }
 
     func countHit(forHash hash: UInt64) { shard(of: hash).0.countHit() }
