@@ -4,11 +4,23 @@
 #include "peer_util.h"
 
 #include <time.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 uint64_t bench_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t bench_heap_bytes(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    struct mallinfo2 info = mallinfo2();
+    return (uint64_t)info.uordblks + (uint64_t)info.hblkhd;
+#else
+    return 0;
+#endif
 }
 
 /* One operation; returns 1 when it found its key, 0 when not, -1 on a failure. */

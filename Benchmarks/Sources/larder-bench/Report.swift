@@ -430,6 +430,19 @@ struct Report {
         }
         out.append("")
         out.append("Memory tier, 2 threads over 1: " + scaling.joined(separator: "; ") + ".")
+        // What a read that misses the tier (a lookup, then a plain typed read) costs over the plain read.
+        let misses = typed.filter { $0.threads == 1 }.compactMap { r -> String? in
+            guard let decode = r.readsPerSecond["decode every time"], let miss = r.readsPerSecond["tier miss"], miss > 0 else { return nil }
+            return "\(r.value), \(r.distribution): \(String(format: "%+.0f%%", (decode / miss - 1) * 100))"
+        }
+        out.append("")
+        out.append("A read that misses the tier, against decoding every time (time per read, 1 thread): "
+                   + misses.joined(separator: "; ") + ".")
+        if let bytes = results.typedBytesPerObject {
+            out.append("")
+            out.append(String(format: "Memory the tier takes for each object it keeps, beyond the value: %.0f bytes ", bytes)
+                       + "(\(results.plan.typedKeys) memory-only `Int` values with 9- to 10-byte keys; heap bytes by glibc's `mallinfo2`).")
+        }
         out.append("")
         return out.joined(separator: "\n")
     }

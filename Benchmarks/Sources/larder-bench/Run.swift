@@ -18,6 +18,8 @@ struct RunResults: Codable, Sendable {
     var scale: ScaleResult?
     var compression: [CompressionResult] = []
     var typed: [TypedResult]? = nil
+    /// The memory tier's heap bytes per object kept, beyond the value (nil: not measured).
+    var typedBytesPerObject: Double? = nil
 }
 
 enum Run {
@@ -102,6 +104,7 @@ enum Run {
             progress("typed: \(plan.typedKeys) keys")
             results.typed = try TypedBench.measure(keys: plan.typedKeys, seconds: plan.seconds, reps: plan.reps,
                                                    directory: scratch + "/typed")
+            results.typedBytesPerObject = try TypedBench.bytesPerObject(keys: plan.typedKeys, directory: scratch + "/objects")
         }
         results.seconds = Double(bench_now_ns() - start) / 1e9
         results.loadAfter = System.loadAverage

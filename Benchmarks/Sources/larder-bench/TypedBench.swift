@@ -73,6 +73,23 @@ enum TypedBench {
         return results
     }
 
+    /// The heap bytes the memory tier takes for each object it keeps, beyond the value itself:
+    /// what `keys` memory-only `Int`s add, per object, less the `Int`. Nil where the C library
+    /// does not count its heap.
+    static func bytesPerObject(keys: Int, directory: String) throws -> Double? {
+        let dir = try System.freshDirectory(directory)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let cache = try Cache(path: dir + "/objects.larder", options: .init(memory: MemoryLimits(cost: .gigabytes(1), count: keys)))
+        defer { try? cache.close() }
+        let names = (0..<keys).map { "item/\($0)" }
+        let before = bench_heap_bytes()
+        guard before > 0 else { return nil }
+        for (value, name) in names.enumerated() { try cache.set(value, forKey: name, placement: .memoryOnly) }
+        let after = bench_heap_bytes()
+        guard cache.memoryUsage.count == keys else { throw BenchFailure("the tier kept \(cache.memoryUsage.count) of \(keys) objects") }
+        return Double(Int64(after) - Int64(before)) / Double(keys) - Double(MemoryLayout<Int>.size)
+    }
+
     private static func measure<Value>(value name: String, names: [String], values: [Value], seconds: Double, reps: Int,
                                        directory: String, read: @escaping @Sendable (Cache, String) throws -> Value?,
                                        write: (Cache, Value, String) throws -> Void) throws -> [TypedResult] {

@@ -68,7 +68,7 @@ final class MemoryTier: @unchecked Sendable {
     /// An object whose cost alone is over the cost limit is not kept (and the key's older one
     /// goes).
     func insert<Value>(_ object: Value, forKey key: MemoryKey, kind: MemoryKind, origin: MemoryOrigin, cost: Int) {
-        insert(MemoryObject(object), forKey: key, kind: kind, origin: origin, cost: cost)
+        insert(MemoryObject.make(object), forKey: key, kind: kind, origin: origin, cost: cost)
     }
 
     private func insert(_ object: MemoryObject, forKey key: MemoryKey, kind: MemoryKind, origin: MemoryOrigin, cost: Int) {

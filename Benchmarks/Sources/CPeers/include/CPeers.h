@@ -112,4 +112,8 @@ void bench_larder_c_batched_deletes(void *handle, const bench_data *data, const 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);
 
+/* Bytes the process has allocated with malloc and not freed (glibc's mallinfo2; 0 where the C
+ * library does not say). */
+uint64_t bench_heap_bytes(void);
+
 #endif
