@@ -10,6 +10,9 @@ struct LoopStats: Codable, Sendable {
     var found: Int
     var notFound: Int
     var errors: Int
+    /// Operations per second in each repetition, in the order they ran (nil in a single run's
+    /// figures, and in results from before it was kept).
+    var roundOpsPerSecond: [Double]? = nil
 
     /// The median of each figure over repetitions.
     static func median(_ runs: [LoopStats]) -> LoopStats {
@@ -18,7 +21,7 @@ struct LoopStats: Codable, Sendable {
                   p50Nanoseconds: Stats.median(runs.map(\.p50Nanoseconds)),
                   p99Nanoseconds: Stats.median(runs.map(\.p99Nanoseconds)),
                   found: runs.map(\.found).reduce(0, +), notFound: runs.map(\.notFound).reduce(0, +),
-                  errors: runs.map(\.errors).reduce(0, +))
+                  errors: runs.map(\.errors).reduce(0, +), roundOpsPerSecond: runs.map(\.opsPerSecond))
     }
 }
 

@@ -94,7 +94,14 @@ struct Report {
     }
 
     func worstVersusCeiling(_ workloads: [Workload], sizes: [Int]? = nil) -> (Double, String)? {
-        worstRatio(workloads, sizes: sizes) { size, w in opsPerSecond(.memhash, size, w).map { ($0, "") } }
+        worstRatio(workloads, sizes: sizes) { size, w in opsPerSecond(.memhash, size, w).map { ($0, tableRounds(size, w)) } }
+    }
+
+    /// The hash table's own speed in each round, so that a reader sees how noise and ratio
+    /// relate; empty for a single round.
+    func tableRounds(_ size: Int, _ w: Workload) -> String {
+        guard let rounds = suite(.memhash, size)?.workloads[w]?.roundOpsPerSecond, rounds.count > 1 else { return "" }
+        return "the table at " + rounds.map { Self.rate($0) }.joined(separator: ", ") + " ops/s by round"
     }
 
     /// Against the fastest file-backed store of each workload and size.
