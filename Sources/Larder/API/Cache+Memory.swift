@@ -132,7 +132,7 @@ extension Cache {
         view?.prefetchHomes(of: KeyHash(precomputed: hash))
         guard let (object, origin) = memory.object(forKey: bytes, hash: hash, kind: kind) else { return nil }
         object.prefetch()
-        if case .record(let identity) = origin {
+        if let identity = origin.record {
             if let view, identity.offset < view.limit { lrd_prefetch(view.base + identity.offset) }
             // The view taken above, if it is still current; otherwise (or on .staleView) `read`
             // refreshes it. An error (a key's length) is the read's to throw: the caller reads

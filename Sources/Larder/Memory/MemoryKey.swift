@@ -10,9 +10,11 @@ import Foundation
 /// when `count <= 16`, and holds all `count` bytes otherwise.
 struct MemoryKey: Hashable, @unchecked Sendable {
     let hash: UInt64
-    let count: Int
     private let head: (UInt64, UInt64)
     private let tail: [UInt8]
+    /// 32 bits, and last, so that a node's next fields fill the rest of the word.
+    private let length: UInt32
+    var count: Int { Int(length) }
 
     /// No key (that of a free node).
     static let none = MemoryKey(UnsafeRawBufferPointer(start: nil, count: 0), hash: 0)
@@ -26,7 +28,7 @@ struct MemoryKey: Hashable, @unchecked Sendable {
     /// The key `key`, whose XXH64 the caller has computed.
     init(_ key: UnsafeRawBufferPointer, hash: UInt64) {
         self.hash = hash
-        count = key.count
+        length = UInt32(clamping: key.count)
         var head: (UInt64, UInt64) = (0, 0)
         withUnsafeMutableBytes(of: &head) { head in
             if !key.isEmpty { head.copyMemory(from: UnsafeRawBufferPointer(rebasing: key.prefix(MemoryKey.headBytes))) }
@@ -69,7 +71,7 @@ struct MemoryKey: Hashable, @unchecked Sendable {
     }
 
     static func == (lhs: MemoryKey, rhs: MemoryKey) -> Bool {
-        lhs.hash == rhs.hash && lhs.count == rhs.count && lhs.head == rhs.head && lhs.tail == rhs.tail
+        lhs.hash == rhs.hash && lhs.length == rhs.length && lhs.head == rhs.head && lhs.tail == rhs.tail
     }
 
     func hash(into hasher: inout Hasher) {

@@ -3,12 +3,13 @@
 @usableFromInline
 struct MemoryKind: Hashable, Sendable {
     let value: ObjectIdentifier
-    let coder: ObjectIdentifier?
+    /// The coder's type, or `MemoryKind`'s own for none (no tag, so that a node stays small).
+    let coder: ObjectIdentifier
 
     @usableFromInline
     init(_ type: Any.Type) {
         value = ObjectIdentifier(type)
-        coder = nil
+        coder = ObjectIdentifier(MemoryKind.self)
     }
 
     @usableFromInline

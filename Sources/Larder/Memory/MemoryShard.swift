@@ -16,17 +16,33 @@ import Foundation
 /// lock is what keeps accesses apart, so the runtime's exclusivity checks are off for the two
 /// fields a hit touches.
 final class MemoryShard: @unchecked Sendable {
+    /// 96 bytes: the small fields first fill the word the key's length leaves.
     struct Node {
         var key: MemoryKey
+        /// Positions towards the newest (`prev`) and the oldest (`next`); -1 at either end.
+        private var prevPosition: Int32
+        private var nextPosition: Int32
+        var visited: Bool
         var object: MemoryObject?
         /// The conversion the object was decoded or encoded with (its type).
         var kind: MemoryKind
         var origin: MemoryOrigin
         var cost: Int
-        var visited: Bool
-        /// Towards the newest (`prev`) and the oldest (`next`); -1 at either end.
-        var prev: Int
-        var next: Int
+
+        init(key: MemoryKey, object: MemoryObject?, kind: MemoryKind, origin: MemoryOrigin, cost: Int, next: Int) {
+            (self.key, self.object, self.kind, self.origin, self.cost) = (key, object, kind, origin, cost)
+            (visited, prevPosition, nextPosition) = (false, -1, Int32(truncatingIfNeeded: next))
+        }
+
+        var prev: Int {
+            get { Int(prevPosition) }
+            set { prevPosition = Int32(truncatingIfNeeded: newValue) }
+        }
+
+        var next: Int {
+            get { Int(nextPosition) }
+            set { nextPosition = Int32(truncatingIfNeeded: newValue) }
+        }
     }
 
     let lock = ShardLock()
@@ -89,8 +105,7 @@ final class MemoryShard: @unchecked Sendable {
             index.remove(position, in: nodes)
             free(position)
         }
-        let node = Node(key: key, object: object, kind: kind, origin: origin, cost: objectCost, visited: false,
-                        prev: -1, next: newest)
+        let node = Node(key: key, object: object, kind: kind, origin: origin, cost: objectCost, next: newest)
         let position: Int
         if let reused = freeNodes.popLast() {
             position = reused
