@@ -416,7 +416,8 @@ struct Report {
         out.append("""
             Typed reads of \(results.plan.typedKeys) keys through the Swift API, each way on the same values: \
             *decode every time* is `value(_:forKey:)` with no memory tier; *memory tier* answers from the decoded \
-            object after checking the key's record in the file (one lookup, no value read); *tier miss* has a \
+            object after checking the key's record in the file (one lookup, no value read); *typed view* is the same \
+            read through a `TypedCache`; *tier miss* has a \
             tier of one object, so that nearly every read checks, misses, reads and decodes; NSCache and a \
             Dictionary behind a mutex (`NSLock`) hold the same objects and check nothing. Reads per second, summed over \
             the threads; the ratios are the memory tier's.

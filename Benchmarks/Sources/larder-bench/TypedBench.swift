@@ -50,7 +50,7 @@ final class Boxed<Value>: @unchecked Sendable {
 }
 
 enum TypedBench {
-    static let ways = ["decode every time", "memory tier", "tier miss", "NSCache", "Dictionary + mutex"]
+    static let ways = ["decode every time", "memory tier", "typed view", "tier miss", "NSCache", "Dictionary + mutex"]
 
     static func measure(keys: Int, seconds: Double, reps: Int, directory: String) throws -> [TypedResult] {
         var results: [TypedResult] = []
@@ -58,6 +58,10 @@ enum TypedBench {
         let articles = (0..<keys).map(TypedArticle.make)
         results += try measure(value: "1 KiB JSON struct", names: names, values: articles, seconds: seconds, reps: reps,
                                directory: directory, read: { cache, key in try cache.value(TypedArticle.self, forKey: key) },
+                               view: { cache in
+                                   let view = TypedCache<String, TypedArticle>(cache)
+                                   return { key in try? view.value(forKey: key) }
+                               },
                                write: { cache, value, key in try cache.set(value, forKey: key) })
         var rng = SplitMix64(seed: 64)
         let pixels = (0..<65_536).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
@@ -69,6 +73,10 @@ enum TypedBench {
         results += try measure(value: "64 KiB, conversion", names: names, values: bitmaps, seconds: seconds, reps: reps,
                                directory: directory,
                                read: { cache, key in try cache.value(forKey: key, using: TypedBitmapConversion()) },
+                               view: { cache in
+                                   let view = TypedCache<String, TypedBitmap>(cache, conversion: TypedBitmapConversion())
+                                   return { key in try? view.value(forKey: key) }
+                               },
                                write: { cache, value, key in try cache.set(value, forKey: key, using: TypedBitmapConversion()) })
         return results
     }
@@ -92,6 +100,7 @@ enum TypedBench {
 
     private static func measure<Value>(value name: String, names: [String], values: [Value], seconds: Double, reps: Int,
                                        directory: String, read: @escaping @Sendable (Cache, String) throws -> Value?,
+                                       view: (Cache) -> @Sendable (String) -> Value?,
                                        write: (Cache, Value, String) throws -> Void) throws -> [TypedResult] {
         let keys = names.count
         let dir = try System.freshDirectory(directory)
@@ -103,6 +112,7 @@ enum TypedBench {
         for (key, value) in zip(names, values) { try write(plain, value, key) }
         let tier = try Cache(path: path, options: .init(memory: MemoryLimits(cost: .gigabytes(4), count: keys)))
         let missing = try Cache(path: path, options: .init(memory: MemoryLimits(count: 1)))
+        let viewRead = view(tier)
         let nsCache = NSCache<NSString, Boxed<Value>>()
         let mutex = NSLock()
         nonisolated(unsafe) var dictionary: [String: Value] = [:]
@@ -115,6 +125,7 @@ enum TypedBench {
         let readers: [String: @Sendable (String) -> Bool] = [
             "decode every time": { (try? read(plain, $0)) != nil },
             "memory tier": { (try? read(tier, $0)) != nil },
+            "typed view": { viewRead($0) != nil },
             "tier miss": { (try? read(missing, $0)) != nil },
             "NSCache": { nsCacheRef.object(forKey: $0 as NSString) != nil },
             "Dictionary + mutex": { key in mutex.withLock { dictionary[key] != nil } },
