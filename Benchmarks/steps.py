@@ -19,12 +19,13 @@ from collections import defaultdict
 STEPS = {
     "get": [
         ("hash", r"lrd_xxh|KeyHash\.init"),
-        ("header", r"RecordHeader\.read|lrd_crc32c_record_header|header_crc|isLiveEntry|lrd_prefetch_following"
-                   r"|entryHeader\(at:keyLength:|checkedHeader|ReadView\.entryHeader\(at:key:"),
-        ("key", r"sameBytes|ByteComparison"),
-        ("value+CRC", r"crc_then_copy|crc_chain|lrd_crc32c_then_copy|copyStoredValue|storedValue\(of:|copyHit"),
-        ("probe", r"HashTable\.|ReadView\.lookup|prefetchRecord|prefetchHome"),
-        ("re-check", r"isUnchanged|isExpired"),
+        ("header", r"RecordHeader\.read|lrd_crc32c_record_header|header_crc|header_checksum|isLiveEntry"
+                   r"|lrd_prefetch_following|entryHeader\(at:keyLength:|ReadView\.entryHeader\(at:key:"
+                   r"|entry_copy|ReadView\.copyEntry"),
+        ("key", r"sameBytes|ByteComparison|same_bytes"),
+        ("value+CRC", r"crc_then_copy|crc_chain|data_checksum|lrd_crc32c_then_copy|copyStoredValue|storedValue\(of:"),
+        ("probe", r"HashTable\.|ReadView\.lookup|ReadView\.probe|prefetchRecord|prefetchHome"),
+        ("re-check", r"isUnchanged|isExpired|has_passed"),
         ("bookkeeping", r"countHit|countMiss|markVisited|LocalWords"),
     ],
     "put": [

@@ -319,7 +319,7 @@ public final class Cache: @unchecked Sendable {
     @usableFromInline
     func copyValue(forKeyBytes key: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) throws(LarderError) -> Int? {
         try read(key) { (view) throws(LarderError) in
-            try store.copyValue(forKey: key, in: view) { count in count <= buffer.count ? buffer : nil }
+            try store.copyValue(forKey: key, in: view, into: buffer)
         }
     }
 

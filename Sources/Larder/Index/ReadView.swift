@@ -32,6 +32,48 @@ struct ReadView {
     @inline(__always)
     func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, migrationCursor: Int,
                 valueFollows: Bool = false) -> CacheStore.FoundEntry? {
+        probe(hash, migrationCursor: migrationCursor) { offset in
+            entryHeader(at: offset, key: key, valueFollows: valueFollows)
+        }.map { CacheStore.FoundEntry(offset: $0.offset, header: $0.found, inDraining: $0.inDraining, slotIndex: $0.slotIndex) }
+    }
+
+    /// What `copyEntry` found: the record's offset, and what `lrd_entry_copy` made of it.
+    struct EntryCopy {
+        let offset: Int
+        /// The entry's sequence number, as its checked header gave it.
+        let sequence: UInt64
+        /// Status (bits 0-7), flags (8-15) and the value's length (32-63): `lrd_entry_outcome`.
+        let outcome: UInt64
+
+        /// Whether the value was copied and its checksum holds over the copy.
+        var isCopied: Bool { UInt8(truncatingIfNeeded: outcome) == UInt8(LRD_ENTRY_COPIED) }
+        var flags: UInt8 { UInt8(truncatingIfNeeded: outcome >> 8) }
+        /// The value's length as callers see it.
+        var length: Int { Int(outcome >> 32) }
+    }
+
+    /// The usual read of `key`'s value into `buffer`: the probe of `lookup`, with each record
+    /// whose slot has the key's tag checked and copied by one call (`lrd_entry_copy`: the header
+    /// whole, the key, then the value with its checksum). Nil when no live entry has the key; an
+    /// entry the call did not copy (compressed, too long, expired, failing its checksum) comes
+    /// back uncopied, for the careful read. The caller re-checks the record (`isUnchanged`).
+    @inline(__always)
+    func copyEntry(_ key: UnsafeRawBufferPointer, hash: KeyHash, migrationCursor: Int,
+                   into buffer: UnsafeMutableRawBufferPointer) -> EntryCopy? {
+        probe(hash, migrationCursor: migrationCursor) { offset -> EntryCopy? in
+            // `offset < limit`: the room passed is positive; the call checks it holds a header.
+            guard offset >= ringStart, offset < limit else { return nil }
+            let result = lrd_entry_copy(base + offset, UInt64(limit &- offset), seed, firstValidSequence,
+                                        key.baseAddress, key.count, buffer.baseAddress, buffer.count)
+            guard UInt8(truncatingIfNeeded: result.outcome) != UInt8(LRD_ENTRY_OTHER) else { return nil }
+            return EntryCopy(offset: offset, sequence: result.sequence, outcome: result.outcome)
+        }?.found
+    }
+
+    /// The first record along `hash`'s probe sequences that `match` takes, with where its slot is.
+    @inline(__always)
+    private func probe<Found>(_ hash: KeyHash, migrationCursor: Int, _ match: (_ offset: Int) -> Found?)
+        -> (found: Found, offset: Int, inDraining: Bool, slotIndex: Int)? {
         // While the index grows, most keys are still where the migration cursor has not been:
         // looking there first saves a probe of the other table (a cache miss) on most hits.
         // Either order finds the key; both tables are searched before a miss. One loop serves
@@ -47,14 +89,14 @@ struct ReadView {
         }
         while tablesLeft > 0 {
             let table = inDraining ? draining! : active
-            var header: RecordHeader?
+            var found: Found?
             var offset = 0
             if let slotIndex = table.find(tag: hash.tag, where: { candidate in
-                header = entryHeader(at: candidate, key: key, valueFollows: valueFollows)
+                found = match(candidate)
                 offset = candidate
-                return header != nil
-            }), let header {
-                return CacheStore.FoundEntry(offset: offset, header: header, inDraining: inDraining, slotIndex: slotIndex)
+                return found != nil
+            }), let found {
+                return (found, offset, inDraining, slotIndex)
             }
             inDraining.toggle()
             tablesLeft -= 1
