@@ -211,28 +211,24 @@ extension CacheStore {
         }
     }
 
-    /// Reader: `copyValue` into a buffer of the caller's (`Cache.copyValue(forKeyBytes:into:)`,
-    /// `larder_get`). The usual hit and the usual miss are answered inline, the hit by one call
-    /// that checks and copies the entry (`ReadView.copyEntry`); everything else goes to
-    /// `copyValueCarefully`, as in `copyValue(forKey:in:includingExpired:into:)`.
-    ///
-    /// - Returns: the value's length (also when it did not fit: nothing is copied then), or nil
-    ///   for a missing or expired key.
+    /// Reader: the usual read into a buffer of the caller's (`Cache.copyValue(forKeyBytes:into:)`,
+    /// `larder_get`), one attempt, inline: the usual hit, by one call that checks and copies the
+    /// entry (`ReadView.copyEntry`), and the usual miss. Counts the hit or the miss it answers.
+    /// Anything else (an invalid key, an entry it did not copy, a record or index that changed)
+    /// is `.unsettled`, for `copyValue(forKey:in:includingExpired:into:)` to start over.
     @inline(__always)
-    func copyValue(forKey key: UnsafeRawBufferPointer, in view: ReadView,
-                   into buffer: UnsafeMutableRawBufferPointer) throws(LarderError) -> Int? {
-        try validateKey(key)
+    func attemptCopy(forKey key: UnsafeRawBufferPointer, in view: ReadView,
+                     toBuffer buffer: UnsafeMutableRawBufferPointer) -> Attempt<Int> {
+        guard key.count > 0, key.count <= CacheStore.maximumKeyLength else { return .unsettled }
         let epoch = state.indexEpoch
-        if let copy = view.copyEntry(key, hash: KeyHash(key), migrationCursor: state.migrationCursor, into: buffer) {
-            if copy.isCopied, isUnchanged(at: copy.offset, sequence: copy.sequence, in: view) {
-                countHit(at: copy.offset, flags: copy.flags, keyLength: key.count, in: view)
-                return copy.length
-            }
-        } else if indexStayedSettled(since: epoch), state.changeCounter == view.changeCounter {
+        guard let copy = view.copyEntry(key, hash: KeyHash(key), migrationCursor: state.migrationCursor, into: buffer) else {
+            guard indexStayedSettled(since: epoch), state.changeCounter == view.changeCounter else { return .unsettled }
             countMiss()
-            return nil
+            return .absent
         }
-        return try copyValueCarefully(forKey: key, includingExpired: false) { count in count <= buffer.count ? buffer : nil }
+        guard copy.isCopied, isUnchanged(at: copy.offset, sequence: copy.sequence, in: view) else { return .unsettled }
+        countHit(at: copy.offset, flags: copy.flags, keyLength: key.count, in: view)
+        return .answered(copy.length)
     }
 
     /// What one inlined attempt at a read came to: its answer (the entry found, the value's
