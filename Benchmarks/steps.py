@@ -28,15 +28,25 @@ STEPS = {
         ("re-check", r"isUnchanged|isExpired|has_passed"),
         ("bookkeeping", r"countHit|countMiss|markVisited|LocalWords"),
     ],
+    # A write: the caller's bytes and the handle (shell), the locks (with the check of the shared
+    # state on taking the writer lock), the lookup of the entry replaced or removed, the room
+    # (placement, ring, tail), the record (key, value, checksums, header), the index slots, the
+    # view published for this process's readers, and counters and clocks.
     "put": [
+        ("arguments", r"Arguments|mapsAnyOf|validateKey"),
         ("hash", r"lrd_xxh|KeyHash\.init"),
-        ("lock", r"beginWrite|endWrite|acquireWriterLock|releaseWriterLock|lockExclusive|unlockExclusive|lrd_writer_lock|lrd_rwlock|WriterLock|ReadWriteLock"),
-        ("publish", r"publishView|PublishedView"),
-        ("record", r"writeEntry|RecordHeader\.write|lrd_crc32c_then_store|crc_then_store|crc_blocks|crc_chain|rewrite"),
-        ("index", r"HashTable\.|lookupToReplace|stepMigration|ensureIndexRoom|CacheIndex|IndexMaintenance|ReadView\.|RecordHeader\.read|lrd_crc32c_record_header|header_crc|sameBytes"),
-        ("allocate", r"placement|reserve|RingAllocator|reclaim|TailReclaimer|DeadRoom|FreeList|growFile"),
+        ("lock", r"beginWrite|endWrite|acquireWriterLock|releaseWriterLock|lockExclusive|unlockExclusive"
+                 r"|lrd_writer_lock|lrd_writer_unlock|lrd_rwlock|ReadWriteLock|sharedStateIsPlausible|isPlausible"),
+        ("lookup", r"lookupToReplace|lookupToRemove|HashTable\.find|ReadView|RecordHeader\.read|sameBytes"
+                   r"|IndexMaintenance\.lookup|CacheStore\.lookup|currentView"),
+        ("room", r"placement|reserve|RingAllocator|reclaim|TailReclaimer|DeadRoom|FreeList|growFile|freeRun"
+                 r"|wrap|pad\(|parked|PageWarmer|takeDeadRoom"),
+        ("record", r"writeEntry|RecordHeader\.write|lrd_crc32c_then_store|crc_then|crc_blocks|crc_chain|rewrite"
+                   r"|header_crc|lrd_crc32c_record_header|writePadding"),
+        ("index", r"HashTable\.|stepMigration|ensureIndexRoom|CacheIndex|IndexMaintenance|repoint|insertSlot"),
         ("mark dead", r"markDead"),
-        ("bookkeeping", r"SharedState|counter|Counter|StateCell|LocalWords|nowMilliseconds"),
+        ("publish", r"publishView|PublishedView"),
+        ("bookkeeping", r"[Cc]ounter|statistics|nowMilliseconds|Expiry|deadline"),
     ],
 }
 STEPS["delete"] = STEPS["put"]
