@@ -120,11 +120,13 @@ static inline __attribute__((always_inline)) lrd_entry_outcome entry_copy(
     if (!(flags & COMPRESSED_FLAG) && raw_length != stored_length) return other;
     if (!same_bytes(record + HEADER_SIZE, key, key_length)) return other;
     /* The entry of this key. What this read does not do itself, the careful read does. */
-    lrd_entry_outcome unsettled = outcome(LRD_ENTRY_UNSETTLED, flags, raw_length, sequence);
-    if ((flags & COMPRESSED_FLAG) || stored_length > capacity || (expires_at != 0 && has_passed(expires_at))) return unsettled;
-    const uint8_t *value = record + HEADER_SIZE + key_length;
-    if (data_checksum(seed, key, key_length, destination, value, stored_length) != (uint32_t)w5) return unsettled;
-    return outcome(LRD_ENTRY_COPIED, flags, raw_length, sequence);
+    uint64_t status = LRD_ENTRY_UNSETTLED;
+    if (!(flags & COMPRESSED_FLAG) && stored_length <= capacity && !(expires_at != 0 && has_passed(expires_at))) {
+        const uint8_t *value = record + HEADER_SIZE + key_length;
+        if (data_checksum(seed, key, key_length, destination, value, stored_length) == (uint32_t)w5)
+            status = LRD_ENTRY_COPIED;
+    }
+    return outcome(status, flags, raw_length, sequence);
 }
 
 #if defined(HARDWARE)
