@@ -1,4 +1,5 @@
 #include "CLarderSupport.h"
+#include "crc32c_chain.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -42,15 +43,6 @@ static uint32_t crc_software(uint32_t crc, const uint8_t *p, size_t n) {
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
-#include <nmmintrin.h>
-#define HARDWARE __attribute__((target("sse4.2")))
-/* The chains are kept 64 bits wide, as crc32q writes them: a 32-bit chain costs a zero-extending
- * move per step, a fourth cycle on the first chain. */
-typedef uint64_t chain;
-#define CRC64(crc, word) _mm_crc32_u64((crc), (word))
-#define CRC32(crc, word) _mm_crc32_u32((crc), (word))
-#define CRC16(crc, half) _mm_crc32_u16((crc), (half))
-#define CRC8(crc, byte) _mm_crc32_u8((crc), (byte))
 
 /* CPUID itself (leaf 1, ECX bit 20), as the fold's probe below does: __builtin_cpu_supports reads
  * compiler-rt's __cpu_model, which not every toolchain links (reported missing with Apple's for
@@ -62,7 +54,6 @@ static int probe_hardware(void) {
     return (c & sse42) != 0;
 }
 #elif defined(__aarch64__)
-#include <arm_acle.h>
 #if defined(__linux__)
 #include <sys/auxv.h>
 #ifndef HWCAP_CRC32
@@ -71,12 +62,6 @@ static int probe_hardware(void) {
 #elif defined(__APPLE__)
 #include <sys/sysctl.h>
 #endif
-#define HARDWARE __attribute__((target("crc")))
-typedef uint32_t chain;
-#define CRC64(crc, word) __crc32cd((crc), (word))
-#define CRC32(crc, word) __crc32cw((crc), (word))
-#define CRC16(crc, half) __crc32ch((crc), (half))
-#define CRC8(crc, byte) __crc32cb((crc), (byte))
 
 static int probe_hardware(void) {
 #if defined(__APPLE__)
@@ -101,13 +86,13 @@ static int probe_hardware(void) {
 #if defined(HARDWARE)
 /* Whether the CPU has the instructions, asked when the library is loaded: the checksum functions
  * then test a plain flag, and save no registers for a question on their usual path. */
-static int hardware_present;
+int lrd_crc32c_hardware_present;
 
 __attribute__((constructor)) static void probe_hardware_at_load(void) {
-    hardware_present = probe_hardware() ? 1 : 0;
+    lrd_crc32c_hardware_present = probe_hardware() ? 1 : 0;
 }
 
-static inline int hardware_available(void) { return hardware_present; }
+static inline int hardware_available(void) { return lrd_crc32c_hardware_present; }
 #endif
 
 #if defined(HARDWARE)
@@ -163,13 +148,6 @@ static inline uint32_t shift(uint32_t op[4][256], uint32_t crc) {
     return op[0][crc & 0xFF] ^ op[1][(crc >> 8) & 0xFF] ^ op[2][(crc >> 16) & 0xFF] ^ op[3][crc >> 24];
 }
 
-static inline uint64_t load64(const uint8_t *p) {
-    uint64_t w;
-    memcpy(&w, p, 8);
-    return w;
-}
-
-#define ALWAYS_INLINE __attribute__((always_inline)) inline
 
 /* The `copy` argument of the loops below: 0 (none), 1 (a copy), or STORE_AHEAD, a copy whose
  * destination the fold asks for ahead (a constant once inlined; the other loops copy either way). */
@@ -311,60 +289,6 @@ FOLDING static uint32_t crc_fold(uint32_t crc, int copy, uint8_t *d, const uint8
     return (uint32_t)_mm_crc32_u64(register_, (uint64_t)_mm_extract_epi64(last, 1));
 }
 #endif
-
-/* The register over `n` bytes at `p` in one chain, copying them to `d` if `copy`: each piece is
- * stored from the register it was checksummed from, so the checksum is of the bytes copied. */
-HARDWARE static ALWAYS_INLINE uint32_t crc_chain(uint32_t crc, int copy, uint8_t *d, const uint8_t *p, size_t n) {
-    chain c = crc;
-    /* Four words a step: the loop's own count and branch cost as much as a word's checksum. */
-    for (; n >= 32; n -= 32, p += 32) {
-        uint64_t w0 = load64(p), w1 = load64(p + 8), w2 = load64(p + 16), w3 = load64(p + 24);
-        c = CRC64(CRC64(CRC64(CRC64(c, w0), w1), w2), w3);
-        if (copy) {
-            memcpy(d, &w0, 8);
-            memcpy(d + 8, &w1, 8);
-            memcpy(d + 16, &w2, 8);
-            memcpy(d + 24, &w3, 8);
-            d += 32;
-        }
-    }
-    for (; n >= 8; n -= 8, p += 8) {
-        uint64_t w = load64(p);
-        c = CRC64(c, w);
-        if (copy) {
-            memcpy(d, &w, 8);
-            d += 8;
-        }
-    }
-    crc = (uint32_t)c;
-    /* The last 0 to 7 bytes in at most three steps (keys and short values end here). */
-    if (n & 4) {
-        uint32_t w;
-        memcpy(&w, p, 4);
-        crc = CRC32(crc, w);
-        if (copy) {
-            memcpy(d, &w, 4);
-            d += 4;
-        }
-        p += 4;
-    }
-    if (n & 2) {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        crc = CRC16(crc, h);
-        if (copy) {
-            memcpy(d, &h, 2);
-            d += 2;
-        }
-        p += 2;
-    }
-    if (n & 1) {
-        uint8_t b = *p;
-        crc = CRC8(crc, b);
-        if (copy) *d = b;
-    }
-    return crc;
-}
 
 /* The register over `n` bytes at `p`, copying them to `d` if `copy`. */
 HARDWARE static ALWAYS_INLINE uint32_t crc_blocks(uint32_t crc, int copy, uint8_t *d, const uint8_t *p, size_t n) {

@@ -99,16 +99,19 @@ private func exercise(_ file: [UInt8]) -> [String] {
     return broken
 }
 
-/// Lists up to 64 keys, then reads them one by one, lent, and all at once with a key never written.
+/// Lists up to 64 keys, then reads them one by one, lent, copied into a buffer (the usual get,
+/// `lrd_entry_copy`), and all at once with a key never written.
 private func readAround(_ cache: Cache) -> [[UInt8]] {
     var keys: [[UInt8]] = []
     try? cache.forEachEntry { key, _ in
         keys.append(Array(key))
         return keys.count < 64
     }
+    var buffer = [UInt8](repeating: 0, count: 512)
     for key in keys {
         _ = try? cache.data(forKey: key)
         _ = try? cache.withValue(forKey: key) { $0.count }
+        _ = try? buffer.withUnsafeMutableBytes { try cache.copyValue(forKey: key, into: $0) }
     }
     _ = try? cache.data(forKeys: keys + [Array("never-written".utf8)])
     return keys

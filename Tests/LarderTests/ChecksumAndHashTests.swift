@@ -81,4 +81,30 @@ struct ChecksumAndHashTests {
         #expect(xxh64(Array("abc".utf8)) == 0x44BC_2CF5_AD77_0999)
         #expect(xxh64(Array("Nobody inspects the spammish repetition".utf8)) == 0xFBCE_A83C_8A37_8BF1)
     }
+
+    /// Every way a key's tail can end (0-3 bytes, with or without a 4-byte and 8-byte lanes,
+    /// before and after the 32-byte stripes): the hash is part of the file format.
+    @Test func xxh64MatchesTheReferenceForEveryTail() {
+        // XXH64, seed 0, of the first n bytes of `text`, n = 0...40, from a transcription of
+        // xxHash's doc/xxhash_spec.md that passes the vectors above.
+        let expected: [UInt64] = [
+            0xEF46_DB37_51D8_E999, 0x5B4D_6AF2_47A3_CF7B, 0x4D9D_D5B2_D061_3C90, 0x4108_F90B_5DE1_4D15,
+            0xCDF1_3A49_D263_200F, 0xF0D7_A3AD_CFA8_C683, 0x645E_5D66_6AC3_E66D, 0xC6FC_E9D7_2E31_0949,
+            0xD07B_38A7_8A15_3B0B, 0x9D12_14DB_001D_FC69, 0xDB39_1947_5AB1_CF22, 0x61CB_DF23_C67A_F875,
+            0xB2ED_3801_7844_F789, 0xED6D_C8C5_841A_51E4, 0x5E5D_DB1F_AE22_9E50, 0x59BF_1A33_358C_7D98,
+            0x0F7E_6701_4943_A311, 0x6BF8_7C8B_1FD9_ED1A, 0xA2D3_1BB8_D44B_0557, 0xC9B4_E7B3_C328_D9E0,
+            0x457C_D265_0FE6_AA94, 0x3C58_3124_8B53_4326, 0x645C_543C_B504_EFAD, 0xB91F_8B16_17C1_1212,
+            0xE5BC_C54F_9811_D5DE, 0x1EB6_1388_311E_1536, 0x54AD_75AB_2F5C_BF06, 0x425F_794B_47C2_BD48,
+            0x1DCD_16DD_1531_7465, 0x2FCA_2D55_FCC6_C2CF, 0xCBD4_7A9C_2BF5_830B, 0x3F8D_95AB_32C1_27D9,
+            0xE2BB_C913_6629_A4EE, 0x6D92_FE2E_BAB7_DB31, 0x20C5_0C76_3D3E_7180, 0x2D27_CBA0_D248_72DE,
+            0x9457_EE2B_0CAC_E793, 0x675A_F3B6_C6F5_1195, 0xB3E5_AE9E_C090_534C, 0xE015_09EC_7BDD_4B5E,
+            0x581A_9E84_F2AB_44EF,
+        ]
+        let text = Array("The quick brown fox jumps over the lazy dog, again and again.".utf8)
+        for (length, hash) in expected.enumerated() {
+            #expect(xxh64(Array(text[0..<length])) == hash, "length \(length)")
+        }
+        #expect(text.withUnsafeBytes { lrd_xxh64($0.baseAddress, 23, 0x9E37_79B9) } == 0xD233_F6FE_5078_DB90)
+        #expect(text.withUnsafeBytes { lrd_xxh64($0.baseAddress, $0.count, UInt64.max) } == 0xC7DC_DDF4_AF9E_14C8)
+    }
 }

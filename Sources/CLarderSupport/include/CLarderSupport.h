@@ -3,8 +3,9 @@
  * spell portably. Every symbol is prefixed `lrd_` so it can never collide with
  * the public C API (`larder_*`, include/larder.h).
  *
- * Nothing here knows the file format; it is checksums, hashing, atomics on
- * shared (mapped) memory, byte-range file locks and two per-thread words.
+ * Checksums, hashing, atomics on shared (mapped) memory, byte-range file locks
+ * and two per-thread words; and one function that knows the record header
+ * (lrd_entry_copy: the usual read, the format's checks in one call).
  */
 #ifndef CLARDER_SUPPORT_H
 #define CLARDER_SUPPORT_H
@@ -40,6 +41,32 @@ uint32_t lrd_crc32c_then_store(uint32_t crc, const void *prefix, size_t prefix_l
 /* The CRC32C of bytes 0-3 and 6-43 of a 48-byte record header chained onto `crc`: the header
  * checksum of docs/FORMAT.md, in one call with no length to dispatch on. */
 uint32_t lrd_crc32c_record_header(uint32_t crc, const void *header);
+
+/* What lrd_entry_copy found: the entry's sequence number, and in `outcome` a status (bits 0-7),
+ * the entry's flags (bits 8-15) and its value's length as callers see it (bits 32-63). */
+typedef struct {
+    uint64_t sequence;
+    uint64_t outcome;
+} lrd_entry_outcome;
+
+enum {
+    /* Not a live, valid entry of the key: a lookup goes on probing. */
+    LRD_ENTRY_OTHER = 0,
+    /* The value was copied, and the data checksum holds over the copy. */
+    LRD_ENTRY_COPIED = 1,
+    /* The entry of the key, not copied or not checked: stored compressed, longer than the
+     * capacity, expired, or its data checksum failed over the copy. The careful read decides. */
+    LRD_ENTRY_UNSETTLED = 2,
+};
+
+/* The usual read of an entry, in one call: whether `record` (16-byte aligned, `room` bytes of
+ * the file from it) is a live entry of `key` (header checksum, bounds, sequence at least
+ * `first_valid_sequence` and below 2^62, key bytes), and if so, unless it is compressed, too
+ * long for `capacity` or expired, copies its value to `destination` and checks the data checksum
+ * over the copy. The format's checks (docs/FORMAT.md 4), as `RecordHeader.read` makes them.
+ * The caller re-checks the record afterwards (live bit, sequence, change counter). */
+lrd_entry_outcome lrd_entry_copy(const void *record, uint64_t room, uint32_t seed, uint64_t first_valid_sequence,
+                                 const void *key, size_t key_length, void *destination, size_t capacity);
 
 /* XXH64 with the given seed, bit-exact with the reference xxHash: lrd_xxh64 (inline). */
 #include "lrd_xxhash64.h"

@@ -318,9 +318,28 @@ public final class Cache: @unchecked Sendable {
         }.get()
     }
 
-    /// `copyValue(forKey:into:)` for a key already in bytes.
+    /// `copyValue(forKey:into:)` for a key already in bytes. The usual hit and miss are answered
+    /// here, without a loop, a closure or an error path (whose registers and stack slots every
+    /// read would otherwise pay for); everything else starts over in `copyValueCarefully`.
     @usableFromInline
     func copyValue(forKeyBytes key: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) throws(LarderError) -> Int? {
+        // See `read`: the caller's key starts loading now.
+        if let start = key.baseAddress { lrd_prefetch(start) }
+        if !isClosed, let view = store.publishedViewIfCurrent() {
+            switch store.attemptCopy(forKey: key, in: view, toBuffer: buffer) {
+            case .answered(let length): return length
+            case .absent: return nil
+            case .unsettled: break
+            }
+        }
+        return try copyValueCarefully(forKeyBytes: key, into: buffer)
+    }
+
+    /// `copyValue(forKeyBytes:into:)` for every case: a closed handle, an invalid key, a view to
+    /// refresh, and what the store's careful read handles.
+    @inline(never)
+    private func copyValueCarefully(forKeyBytes key: UnsafeRawBufferPointer,
+                                    into buffer: UnsafeMutableRawBufferPointer) throws(LarderError) -> Int? {
         try read(key) { (view) throws(LarderError) in
             try store.copyValue(forKey: key, in: view) { count in count <= buffer.count ? buffer : nil }
         }

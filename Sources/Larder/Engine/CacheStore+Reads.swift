@@ -71,12 +71,18 @@ extension CacheStore {
     /// a fence, so an unchanged record means the bytes read meanwhile were its own.
     @inline(__always)
     func isUnchanged(_ found: FoundEntry, in view: ReadView) -> Bool {
+        isUnchanged(at: found.offset, sequence: found.header.sequence, in: view)
+    }
+
+    /// `isUnchanged` for the record at `offset`, numbered `sequence` when it was checked.
+    @inline(__always)
+    func isUnchanged(at offset: Int, sequence: UInt64, in view: ReadView) -> Bool {
         lrd_fence_acquire()
-        let record = view.base + found.offset
+        let record = view.base + offset
         let word = UInt64(littleEndian: lrd_load_acquire_u64(record))
         return word & RecordHeader.Word0.liveBit != 0
             && UInt64(littleEndian: record.loadUnaligned(fromByteOffset: RecordHeader.Field.sequence, as: UInt64.self))
-                == found.header.sequence
+                == sequence
             && state.changeCounter == view.changeCounter
     }
 
@@ -160,8 +166,14 @@ extension CacheStore {
 
     @inline(__always)
     private func countHit(_ found: FoundEntry, in view: ReadView) {
+        countHit(at: found.offset, flags: found.header.flags, keyLength: found.header.keyLength, in: view)
+    }
+
+    /// `countHit` for the live entry at `offset`, with the flags and key length it was checked with.
+    @inline(__always)
+    private func countHit(at offset: Int, flags: UInt8, keyLength: Int, in view: ReadView) {
         // A read-only mapping cannot take the access bit: such readers do not count as recency.
-        if !isReadOnly { RecordHeader.markVisited(view.base + found.offset, header: found.header) }
+        if !isReadOnly { RecordHeader.markVisited(view.base + offset, flags: flags, keyLength: keyLength) }
         localWords.increment(.hits)
     }
 
@@ -197,6 +209,26 @@ extension CacheStore {
         case .absent: return nil
         case .unsettled: return try copyValueCarefully(forKey: key, includingExpired: includingExpired, into: destination)
         }
+    }
+
+    /// Reader: the usual read into a buffer of the caller's (`Cache.copyValue(forKeyBytes:into:)`,
+    /// `larder_get`), one attempt, inline: the usual hit, by one call that checks and copies the
+    /// entry (`ReadView.copyEntry`), and the usual miss. Counts the hit or the miss it answers.
+    /// Anything else (an invalid key, an entry it did not copy, a record or index that changed)
+    /// is `.unsettled`, for `copyValue(forKey:in:includingExpired:into:)` to start over.
+    @inline(__always)
+    func attemptCopy(forKey key: UnsafeRawBufferPointer, in view: ReadView,
+                     toBuffer buffer: UnsafeMutableRawBufferPointer) -> Attempt<Int> {
+        guard key.count > 0, key.count <= CacheStore.maximumKeyLength else { return .unsettled }
+        let epoch = state.indexEpoch
+        guard let copy = view.copyEntry(key, hash: KeyHash(key), migrationCursor: state.migrationCursor, into: buffer) else {
+            guard indexStayedSettled(since: epoch), state.changeCounter == view.changeCounter else { return .unsettled }
+            countMiss()
+            return .absent
+        }
+        guard copy.isCopied, isUnchanged(at: copy.offset, sequence: copy.sequence, in: view) else { return .unsettled }
+        countHit(at: copy.offset, flags: copy.flags, keyLength: key.count, in: view)
+        return .answered(copy.length)
     }
 
     /// What one inlined attempt at a read came to: its answer (the entry found, the value's

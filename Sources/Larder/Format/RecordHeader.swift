@@ -296,8 +296,14 @@ struct RecordHeader: Equatable {
     /// would dirty its page (read-mostly workloads would otherwise write pages back to disk).
     @inline(__always)
     static func markVisited(_ record: UnsafeMutableRawPointer, header: RecordHeader) {
+        markVisited(record, kind: header.kind, flags: header.flags, keyLength: header.keyLength)
+    }
+
+    /// `markVisited` for a live entry checked with `flags` and `keyLength`.
+    @inline(__always)
+    static func markVisited(_ record: UnsafeMutableRawPointer, kind: RecordKind = .entry, flags: UInt8, keyLength: Int) {
         if UInt64(littleEndian: lrd_load_acquire_u64(record)) & Word0.visitedBit != 0 { return }
-        let expected = Word0.compose(kind: header.kind, flags: header.flags, keyLength: header.keyLength) | Word0.liveBit
+        let expected = Word0.compose(kind: kind, flags: flags, keyLength: keyLength) | Word0.liveBit
         _ = lrd_cas_u64(record, expected.littleEndian, (expected | Word0.visitedBit).littleEndian)
     }
 }

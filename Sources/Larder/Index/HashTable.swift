@@ -34,7 +34,8 @@ struct HashTable {
     init(checkedSlots slots: UnsafeMutablePointer<UInt64>, slotCount: Int) {
         self.slots = slots
         self.slotCount = slotCount
-        self.homeShift = UInt32(HashTable.tagBits - slotCount.trailingZeroBitCount)
+        // At most 28 and at least 0 for a checked count: no conversion check needed.
+        self.homeShift = UInt32(truncatingIfNeeded: HashTable.tagBits &- slotCount.trailingZeroBitCount)
     }
 
     /// The number of keys a table of `slotCount` slots may hold before it must grow: three

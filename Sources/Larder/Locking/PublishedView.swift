@@ -67,11 +67,13 @@ final class PublishedView: @unchecked Sendable {
                 lrd_spin_pause()
                 continue
             }
+            // The words hold what `publish` stored from a view's own Ints: converted back unchecked.
             return ReadView(
-                base: base, limit: Int(limit), ringStart: ringStart, seed: seed, firstValidSequence: firstValid,
-                active: HashTable(checkedSlots: active, slotCount: Int(activeCount)),
+                base: base, limit: Int(truncatingIfNeeded: limit), ringStart: ringStart, seed: seed,
+                firstValidSequence: firstValid,
+                active: HashTable(checkedSlots: active, slotCount: Int(truncatingIfNeeded: activeCount)),
                 draining: UnsafeMutablePointer<UInt64>(bitPattern: UInt(drainingSlots))
-                    .map { HashTable(checkedSlots: $0, slotCount: Int(drainingCount)) },
+                    .map { HashTable(checkedSlots: $0, slotCount: Int(truncatingIfNeeded: drainingCount)) },
                 changeCounter: changeCounter)
         }
     }

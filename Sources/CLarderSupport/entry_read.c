@@ -1,0 +1,149 @@
+#include "CLarderSupport.h"
+#include "crc32c_chain.h"
+
+#include <time.h>
+
+/* The usual read of a short entry, in one call (see CLarderSupport.h). The record header's layout
+ * and checks are those of docs/FORMAT.md 4 and Format/RecordHeader.swift (`read`), which the
+ * careful reads use: a test checks that both accept the same headers.
+ *
+ * Invariant: no byte outside [record, record + room) is read, and none outside
+ * [destination, destination + capacity) written. Every length is taken from a word loaded once and
+ * checked against `room` before it is used; the header checksum is computed from the same words.
+ * A writer of another process may change the record meanwhile: the checksums then fail, or the
+ * caller's re-check (live bit, sequence, change counter) does. */
+
+enum {
+    HEADER_SIZE = 48,
+    ALIGNMENT = 16,
+    MAGIC = 0x524C,
+    KIND_ENTRY = 1,
+    COMPRESSED_FLAG = 1,
+};
+static const uint64_t SEQUENCE_LIMIT = (uint64_t)1 << 62;
+/* Magic, kind, state and key length of the first word (flags and access bit may be anything). */
+static const uint64_t SIGNIFICANT = 0xFFFF00FF00FFFFFFULL;
+
+static inline lrd_entry_outcome outcome(uint64_t status, uint64_t flags, uint64_t length, uint64_t sequence) {
+    lrd_entry_outcome result = {sequence, status | flags << 8 | length << 32};
+    return result;
+}
+
+/* Whether `expires_at` (ms since the Unix epoch) has passed, by the clock of
+ * `SystemCall.nowMilliseconds`; read only for an entry that can expire (not 0). */
+static __attribute__((noinline)) int has_passed(uint64_t expires_at) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)(ts.tv_nsec / 1000000);
+    return expires_at <= now;
+}
+
+/* Whether `n` bytes at `a` and `b` are the same: keys of 8 to 32 bytes as overlapping words,
+ * inline (as `sameBytes` in Index/ByteComparison.swift); other lengths through memcmp. */
+static inline int same_bytes(const uint8_t *a, const uint8_t *b, size_t n) {
+    if (n >= 8 && n <= 16) {
+        size_t last = n - 8;
+        return ((load64(a) ^ load64(b)) | (load64(a + last) ^ load64(b + last))) == 0;
+    }
+    if (n > 16 && n <= 32) {
+        size_t last = n - 16;
+        return ((load64(a) ^ load64(b)) | (load64(a + 8) ^ load64(b + 8)) | (load64(a + last) ^ load64(b + last)) |
+                (load64(a + last + 8) ^ load64(b + last + 8))) == 0;
+    }
+    return memcmp(a, b, n) == 0;
+}
+
+/* Lengths up to which the value's checksum runs inline in one chain; longer values go through
+ * lrd_crc32c_then_copy, whose folding and blocks pay for the call. */
+#define INLINE_LENGTH 256
+
+typedef uint32_t (*header_checksum_fn)(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
+                                       uint64_t w4, uint64_t w5);
+typedef uint32_t (*data_checksum_fn)(uint32_t seed, const uint8_t *key, size_t key_length, uint8_t *destination,
+                                     const uint8_t *value, size_t length);
+
+/* The header checksum (bytes 0-3 and 6-43) of the words loaded: the bytes that were checked are
+ * the bytes that are used. */
+static uint32_t header_checksum_any(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3, uint64_t w4,
+                                    uint64_t w5) {
+    uint64_t image[6] = {w0, w1, w2, w3, w4, w5};
+    return lrd_crc32c_record_header(seed, image);
+}
+
+/* The data checksum of key ++ value, copying the value. */
+static uint32_t data_checksum_any(uint32_t seed, const uint8_t *key, size_t key_length, uint8_t *destination,
+                                  const uint8_t *value, size_t length) {
+    return lrd_crc32c_then_copy(seed, key, key_length, destination, value, length);
+}
+
+#if defined(HARDWARE)
+HARDWARE static ALWAYS_INLINE uint32_t header_checksum_hardware(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2,
+                                                         uint64_t w3, uint64_t w4, uint64_t w5) {
+    uint32_t crc = CRC16(CRC32(~seed, (uint32_t)w0), (uint16_t)(w0 >> 48));
+    chain c = CRC64(CRC64(CRC64(CRC64((chain)crc, w1), w2), w3), w4);
+    return ~CRC32((uint32_t)c, (uint32_t)w5);
+}
+
+/* Short keys and values in one chain each, inline; longer ones through the call. */
+HARDWARE static ALWAYS_INLINE uint32_t data_checksum_hardware(uint32_t seed, const uint8_t *key, size_t key_length,
+                                                       uint8_t *destination, const uint8_t *value, size_t length) {
+    if (key_length >= INLINE_LENGTH || length >= INLINE_LENGTH)
+        return lrd_crc32c_then_copy(seed, key, key_length, destination, value, length);
+    return ~crc_chain(crc_chain(~seed, 0, NULL, key, key_length), 1, destination, value, length);
+}
+#endif
+
+static inline __attribute__((always_inline)) lrd_entry_outcome entry_copy(
+    header_checksum_fn header_checksum, data_checksum_fn data_checksum, const uint8_t *record, uint64_t room, uint32_t seed, uint64_t first_valid_sequence,
+    const uint8_t *key, size_t key_length, uint8_t *destination, size_t capacity) {
+    lrd_entry_outcome other = outcome(LRD_ENTRY_OTHER, 0, 0, 0);
+    if (((uintptr_t)record & (ALIGNMENT - 1)) != 0 || room < HEADER_SIZE) return other;
+    /* The first word rules out every other record before anything else is read. */
+    uint64_t w0 = __atomic_load_n((const uint64_t *)record, __ATOMIC_ACQUIRE);
+    uint64_t expected = (uint64_t)MAGIC | (uint64_t)KIND_ENTRY << 16 | (uint64_t)1 << 32 | (uint64_t)key_length << 48;
+    if ((w0 & SIGNIFICANT) != expected) return other;
+    uint64_t w1 = __atomic_load_n((const uint64_t *)(record + 8), __ATOMIC_RELAXED);
+    uint64_t stored_length = (uint32_t)w1, raw_length = w1 >> 32;
+    lrd_prefetch_following(record, HEADER_SIZE + key_length + stored_length);
+    uint64_t w2 = __atomic_load_n((const uint64_t *)(record + 16), __ATOMIC_RELAXED);
+    uint64_t w3 = __atomic_load_n((const uint64_t *)(record + 24), __ATOMIC_RELAXED);
+    uint64_t w4 = __atomic_load_n((const uint64_t *)(record + 32), __ATOMIC_RELAXED);
+    uint64_t w5 = __atomic_load_n((const uint64_t *)(record + 40), __ATOMIC_RELAXED);
+    /* Key and value bytes read after this are at least as new as the header's words (the
+     * writer's release fence in `RecordHeader.write`). */
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (header_checksum(seed, w0, w1, w2, w3, w4, w5) != (uint32_t)(w5 >> 32)) return other;
+    uint64_t sequence = w2, expires_at = w3;
+    uint64_t total = (HEADER_SIZE + key_length + stored_length + ALIGNMENT - 1) & ~(uint64_t)(ALIGNMENT - 1);
+    if (total > room || sequence >= SEQUENCE_LIMIT || sequence < first_valid_sequence) return other;
+    uint64_t flags = (uint8_t)(w0 >> 24);
+    if (!(flags & COMPRESSED_FLAG) && raw_length != stored_length) return other;
+    if (!same_bytes(record + HEADER_SIZE, key, key_length)) return other;
+    /* The entry of this key. What this read does not do itself, the careful read does. */
+    uint64_t status = LRD_ENTRY_UNSETTLED;
+    if (!(flags & COMPRESSED_FLAG) && stored_length <= capacity && !(expires_at != 0 && has_passed(expires_at))) {
+        const uint8_t *value = record + HEADER_SIZE + key_length;
+        if (data_checksum(seed, key, key_length, destination, value, stored_length) == (uint32_t)w5)
+            status = LRD_ENTRY_COPIED;
+    }
+    return outcome(status, flags, raw_length, sequence);
+}
+
+#if defined(HARDWARE)
+HARDWARE static lrd_entry_outcome entry_copy_hardware(const uint8_t *record, uint64_t room, uint32_t seed,
+                                                                 uint64_t first_valid_sequence, const uint8_t *key,
+                                                                 size_t key_length, uint8_t *destination, size_t capacity) {
+    return entry_copy(header_checksum_hardware, data_checksum_hardware, record, room, seed, first_valid_sequence, key, key_length, destination, capacity);
+}
+#endif
+
+lrd_entry_outcome lrd_entry_copy(const void *record, uint64_t room, uint32_t seed, uint64_t first_valid_sequence,
+                                 const void *key, size_t key_length, void *destination, size_t capacity) {
+#if defined(HARDWARE)
+    if (lrd_crc32c_hardware_present)
+        return entry_copy_hardware((const uint8_t *)record, room, seed, first_valid_sequence, (const uint8_t *)key,
+                                   key_length, (uint8_t *)destination, capacity);
+#endif
+    return entry_copy(header_checksum_any, data_checksum_any, (const uint8_t *)record, room, seed, first_valid_sequence, (const uint8_t *)key, key_length,
+                      (uint8_t *)destination, capacity);
+}
