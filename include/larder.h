@@ -54,6 +54,9 @@ extern "C" {
  * found no room because larder_with_value callbacks (of any process, this one included) lend out
  * records all round the cache: it may succeed once they return. */
 #define LARDER_BUSY (-10)
+/* The handle is suspended (larder_suspend): it holds no lock on its file, and every call but
+ * larder_resume, larder_suspend and larder_close returns this until larder_resume. */
+#define LARDER_SUSPENDED (-11)
 
 /* ---- Opening ------------------------------------------------------------------------------- */
 
@@ -300,6 +303,28 @@ struct larder_stats {
  * and sets struct_size to the bytes it filled (less than asked when this library's larder_stats
  * is shorter than the program's). LARDER_INVALID_ARGUMENT for a struct_size below 8. */
 int larder_stats(larder *db, struct larder_stats *out);
+
+/* What the cache holds for one key: larder_entry_info fills it. The names are those of the
+ * members of `larder dump --json` (docs/CLI.md). A struct tag without a typedef, as for
+ * larder_stats. */
+struct larder_entry_info {
+    uint32_t struct_size; /* set by the caller to sizeof(struct larder_entry_info) */
+    uint8_t compressed;   /* 1 when the value is stored LZ4-compressed */
+    uint8_t read;         /* 1 when the value was read since it was stored, or since eviction last
+                             passed it and gave it a second chance (its access bit) */
+    uint16_t reserved;
+    uint64_t size;        /* the value's length as callers see it (decompressed) */
+    uint64_t stored_size; /* the value's length as stored */
+    uint64_t record_size; /* bytes the entry's record takes in the file */
+    uint64_t stored_at;   /* when it was stored: milliseconds since the Unix epoch */
+    uint64_t expires_at;  /* when it expires: milliseconds since the Unix epoch; 0 = never */
+};
+
+/* Fills the first info->struct_size bytes of *info with what the cache holds for the key (set
+ * struct_size first, as for larder_stats; it is set to the bytes filled). LARDER_NOT_FOUND when
+ * the key is missing or expired. Like larder_get it takes no lock; unlike it, it reads no value
+ * byte, counts no hit or miss and does not mark the entry read. */
+int larder_entry_info(larder *db, const void *key, size_t key_len, struct larder_entry_info *info);
 
 /* Calls fn for every live entry, in no particular order, with its key and value length (the key
  * is valid during the call only). fn returns 0 to go on; any other value stops the walk and is

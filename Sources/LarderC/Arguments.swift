@@ -72,6 +72,21 @@ enum Arguments {
         }
     }
 
+    /// The `struct_size` a caller set in a struct the library fills (`larder_stats`,
+    /// `larder_entry_info`): 8 or more.
+    static func structSize<Out>(of out: UnsafeMutablePointer<Out>, _ name: String) -> Result<Int, StatusError> {
+        let size = Int(UnsafeRawPointer(out).loadUnaligned(as: UInt32.self))
+        return size >= 8 ? .success(size) : .failure(StatusError.invalid("\(name).struct_size is \(size)"))
+    }
+
+    /// Writes the first `size` bytes of `value` to `out`, no more than it has: only the fields the
+    /// caller's version of the struct has.
+    static func fill<Out>(_ out: UnsafeMutablePointer<Out>, _ size: Int, with value: Out) {
+        withUnsafeBytes(of: value) { bytes in
+            UnsafeMutableRawPointer(out).copyMemory(from: bytes.baseAddress!, byteCount: min(size, bytes.count))
+        }
+    }
+
     /// The largest `struct_size` taken (a newer header's options, grown): larger is garbage.
     static let maximumOptionsSize = 4096
 

@@ -747,6 +747,41 @@ static void test_stats_struct_size(void) {
     larder_close(db);
 }
 
+static void test_entry_info(void) {
+    larder *db = open_fresh("entry.larder", NULL);
+    time_t before = time(NULL);
+    CHECK(larder_put(db, "k", 1, "value", 5, 60000) == LARDER_OK);
+    struct larder_entry_info info;
+    memset(&info, 0xFF, sizeof info);
+    info.struct_size = sizeof info;
+    CHECK(larder_entry_info(db, "k", 1, &info) == LARDER_OK);
+    CHECK(info.struct_size == sizeof info && info.size == 5 && info.stored_size == 5 && info.record_size >= 48 + 6);
+    CHECK(info.compressed == 0 && info.read == 0 && info.reserved == 0);
+    CHECK(info.stored_at / 1000 + 1 >= (uint64_t)before && info.expires_at >= info.stored_at + 59000);
+    char buf[8];
+    size_t len = 0;
+    CHECK(larder_get(db, "k", 1, buf, sizeof buf, &len) == LARDER_OK);
+    CHECK(larder_entry_info(db, "k", 1, &info) == LARDER_OK && info.read == 1);
+    CHECK(larder_entry_info(db, "absent", 6, &info) == LARDER_NOT_FOUND);
+    CHECK(larder_entry_info(db, "k", 1, NULL) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_entry_info(db, NULL, 0, &info) == LARDER_INVALID_ARGUMENT);
+    info.struct_size = 4;
+    CHECK(larder_entry_info(db, "k", 1, &info) == LARDER_INVALID_ARGUMENT);
+    /* An older, shorter struct: only its fields are written. */
+    struct {
+        uint32_t struct_size;
+        uint8_t compressed, read;
+        uint16_t reserved;
+        uint64_t size;
+        uint64_t guard;
+    } old;
+    old.struct_size = 16;
+    old.guard = 0xDEADBEEF;
+    CHECK(larder_entry_info(db, "k", 1, (struct larder_entry_info *)(void *)&old) == LARDER_OK);
+    CHECK(old.size == 5 && old.struct_size == 16 && old.guard == 0xDEADBEEF);
+    larder_close(db);
+}
+
 struct walk { int count; size_t bytes; };
 
 static int count_entries(void *ctx, const void *key, size_t key_len, size_t value_len) {
@@ -922,6 +957,7 @@ int main(void) {
     test_maintenance();
     test_too_large_and_full_cache();
     test_stats_struct_size();
+    test_entry_info();
     test_foreach_clear_sync();
     test_strings();
     test_reopen();
