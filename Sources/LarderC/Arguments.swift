@@ -112,8 +112,11 @@ enum Arguments {
             return raw.loadUnaligned(fromByteOffset: offset, as: T.self)
         }
         let flags = field(\.flags, UInt32.self) ?? 0
-        guard flags & ~LARDER_FLAG_READ_ONLY == 0 else { return .failure(StatusError.invalid("unknown flags \(flags)")) }
+        guard flags & ~(LARDER_FLAG_READ_ONLY | LARDER_FLAG_EXCLUDE_FROM_BACKUP) == 0 else {
+            return .failure(StatusError.invalid("unknown flags \(flags)"))
+        }
         options.readOnly = flags & LARDER_FLAG_READ_ONLY != 0
+        options.excludedFromBackup = flags & LARDER_FLAG_EXCLUDE_FROM_BACKUP != 0
         if let capacity = field(\.capacity_bytes, UInt64.self), capacity != 0 {
             guard capacity <= UInt64(Int.max) else { return .failure(StatusError.invalid("capacity \(capacity)")) }
             options.capacity = .bytes(Int(capacity))
@@ -133,6 +136,12 @@ enum Arguments {
         }
         if let threshold = field(\.compression_threshold, UInt32.self), threshold != 0 {
             options.compressionThreshold = Int(threshold)
+        }
+        if let protection = field(\.file_protection, UInt32.self) {
+            guard let value = FileProtection(rawValue: protection) else {
+                return .failure(StatusError.invalid("unknown file protection \(protection)"))
+            }
+            options.fileProtection = value
         }
         return .success(options)
     }

@@ -441,6 +441,21 @@ static void test_open_errors_and_options(void) {
     CHECK(larder_get(db, "text", 4, back, sizeof back, &len) == LARDER_OK && len == sizeof text && memcmp(back, text, len) == 0);
     larder_close(db);
 
+    /* The Apple options: accepted (and without effect) here; an unknown class is refused. */
+    larder_options_init(&opts);
+    CHECK(opts.file_protection == LARDER_PROTECTION_DEFAULT);
+    opts.flags = LARDER_FLAG_EXCLUDE_FROM_BACKUP;
+    opts.file_protection = LARDER_PROTECTION_UNTIL_FIRST_USER_AUTHENTICATION;
+    CHECK(larder_open(path, &opts, &db) == LARDER_OK);
+    CHECK(larder_contains(db, "text", 4) == LARDER_OK);
+    larder_close(db);
+    opts.file_protection = LARDER_PROTECTION_NONE + 1;
+    CHECK(larder_open(path, &opts, &db) == LARDER_INVALID_ARGUMENT && db == NULL);
+    CHECK(strstr(larder_last_error_message(), "file protection 5") != NULL);
+    larder_options_init(&opts);
+    opts.flags = 4u;
+    CHECK(larder_open(path, &opts, &db) == LARDER_INVALID_ARGUMENT && db == NULL);
+
     /* Read-only: reads work, writes are refused. */
     larder_options_init(&opts);
     opts.flags = LARDER_FLAG_READ_ONLY;
@@ -782,6 +797,33 @@ static void test_entry_info(void) {
     larder_close(db);
 }
 
+static void test_suspend_resume(void) {
+    larder *db = open_fresh("suspend.larder", NULL);
+    CHECK(larder_put(db, "k", 1, "value", 5, 0) == LARDER_OK);
+    CHECK(larder_suspend(db) == LARDER_OK);
+    CHECK(larder_suspend(db) == LARDER_OK);
+    char buf[8];
+    size_t len = 0;
+    CHECK(larder_get(db, "k", 1, buf, sizeof buf, &len) == LARDER_SUSPENDED);
+    CHECK(strstr(larder_last_error_message(), "suspended") != NULL);
+    CHECK(larder_put(db, "k", 1, "v", 1, 0) == LARDER_SUSPENDED);
+    CHECK(strcmp(larder_strerror(LARDER_SUSPENDED), "suspended") == 0);
+    /* Nothing holds the file meanwhile: another handle may open it alone and change it. */
+    char path[512];
+    path_for(path, sizeof path, "suspend.larder");
+    larder *other = NULL;
+    CHECK(larder_open(path, NULL, &other) == LARDER_OK);
+    CHECK(larder_put(other, "m", 1, "meanwhile", 9, 0) == LARDER_OK);
+    CHECK(larder_close(other) == LARDER_OK);
+    CHECK(larder_resume(db) == LARDER_OK);
+    CHECK(larder_resume(db) == LARDER_OK);
+    CHECK(larder_get(db, "m", 1, buf, sizeof buf, &len) == LARDER_BUFFER_TOO_SMALL && len == 9);
+    CHECK(larder_get(db, "k", 1, buf, sizeof buf, &len) == LARDER_OK && len == 5);
+    CHECK(larder_suspend(NULL) == LARDER_INVALID_ARGUMENT && larder_resume(NULL) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_suspend(db) == LARDER_OK);
+    CHECK(larder_close(db) == LARDER_OK);
+}
+
 struct walk { int count; size_t bytes; };
 
 static int count_entries(void *ctx, const void *key, size_t key_len, size_t value_len) {
@@ -958,6 +1000,7 @@ int main(void) {
     test_too_large_and_full_cache();
     test_stats_struct_size();
     test_entry_info();
+    test_suspend_resume();
     test_foreach_clear_sync();
     test_strings();
     test_reopen();

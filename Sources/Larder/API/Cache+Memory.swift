@@ -119,6 +119,15 @@ extension Cache {
     @usableFromInline
     func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind) -> MemoryObject? {
         guard let memory, (try? ensureOpen()) != nil else { return nil }
+        return storeReference._withUnsafeGuaranteedRef { store in
+            rememberedObject(forKey: bytes, kind: kind, in: memory, store: store)
+        }
+    }
+
+    /// `rememberedObject(forKey:kind:)` with the tier and the store borrowed.
+    @inline(__always)
+    private func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind, in memory: MemoryTier,
+                                  store: CacheStore) -> MemoryObject? {
         let hash = KeyHash(bytes).value
         // The file's index slots start loading now, so that their cache misses overlap the tier's;
         // then the record the object came from, and the value, while the index is searched.
@@ -223,7 +232,7 @@ extension Cache {
                                    compression: Compression?) throws(LarderError) -> RecordIdentity? {
         if let expiry, !expiry.isNumber { throw notANumber() }
         let (expiry, compress) = settings(expiry: expiry, compression: compression, valueLength: value.count)
-        return try write { () throws(LarderError) in
+        return try write { (store) throws(LarderError) in
             try store.put(key: key, value: value, compress: compress, expiry: expiry)
             return store.identityOfEntry(forKey: key)
         }
@@ -239,7 +248,7 @@ extension Cache {
     /// The identity of the key `bytes`'s live, unexpired entry; `hash` is their XXH64.
     @inline(__always)
     func liveIdentity(forKey bytes: UnsafeRawBufferPointer, hash: UInt64) throws(LarderError) -> CacheStore.IdentityLookup {
-        try read(bytes) { (view) throws(LarderError) in try store.liveIdentity(forKey: bytes, hash: hash, in: view) }
+        try read(bytes) { (store, view) throws(LarderError) in try store.liveIdentity(forKey: bytes, hash: hash, in: view) }
     }
 
     /// Drops the object of `key` from memory (removed from the file through this handle).
