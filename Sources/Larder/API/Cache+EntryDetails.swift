@@ -12,8 +12,10 @@ extension Cache {
     public func entryDetails(forKey key: some CacheKey) throws(LarderError) -> EntryDetails? {
         try key.withCacheKeyBytes { keyBytes in
             Result { () throws(LarderError) in
-                try read(keyBytes) { (store, view) throws(LarderError) in
-                    try store.liveHeader(forKey: keyBytes, in: view).map { EntryDetails(header: $0.header, wasRead: $0.wasRead) }
+                try read(keyBytes) { (loan, view) throws(LarderError) in
+                    try loan.lend { (store) throws(LarderError) in
+                        try store.liveHeader(forKey: keyBytes, in: view).map { EntryDetails(header: $0.header, wasRead: $0.wasRead) }
+                    }
                 }
             }
         }.get()

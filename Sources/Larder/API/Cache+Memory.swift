@@ -248,7 +248,9 @@ extension Cache {
     /// The identity of the key `bytes`'s live, unexpired entry; `hash` is their XXH64.
     @inline(__always)
     func liveIdentity(forKey bytes: UnsafeRawBufferPointer, hash: UInt64) throws(LarderError) -> CacheStore.IdentityLookup {
-        try read(bytes) { (store, view) throws(LarderError) in try store.liveIdentity(forKey: bytes, hash: hash, in: view) }
+        try read(bytes) { (loan, view) throws(LarderError) in
+            try loan.lend { (store) throws(LarderError) in try store.liveIdentity(forKey: bytes, hash: hash, in: view) }
+        }
     }
 
     /// Drops the object of `key` from memory (removed from the file through this handle).

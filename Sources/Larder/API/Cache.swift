@@ -102,7 +102,7 @@ public final class Cache: @unchecked Sendable {
     @exclusivity(unchecked) var entry: OpenFileRegistry.Entry
     /// The entry's lock and engine, kept here so that every call does not fetch them anew, and
     /// without a count of their own: `entry` (or `previousEntry`, after a resume) holds them. The
-    /// hot paths borrow them (`withStore`, `write`): a `var` of a class would cost them a retain
+    /// hot paths borrow them (`lend`, `read`, `write`): a `var` of a class would cost a retain
     /// and a release around every call the compiler cannot see into.
     @exclusivity(unchecked) var lockReference: Unmanaged<ReadWriteLock>
     @exclusivity(unchecked) var storeReference: Unmanaged<CacheStore>
@@ -290,10 +290,12 @@ public final class Cache: @unchecked Sendable {
     func lendValue(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         var failure: (any Error)?
         let borrower = BorrowMarker.mark(of: self)
-        let found = try read(key) { (store, view) throws(LarderError) in
-            try store.withValue(forKey: key, in: view) { bytes in
-                BorrowMarker.borrowing(mark: borrower) {
-                    do { try body(bytes) } catch { failure = error }
+        let found = try read(key) { (loan, view) throws(LarderError) in
+            try loan.lend { (store) throws(LarderError) in
+                try store.withValue(forKey: key, in: view) { bytes in
+                    BorrowMarker.borrowing(mark: borrower) {
+                        do { try body(bytes) } catch { failure = error }
+                    }
                 }
             }
         }
@@ -315,8 +317,10 @@ public final class Cache: @unchecked Sendable {
 
     /// The value of `key` as `Data`; with `includingExpired`, also an expired one still in the file.
     func copyData(forKey keyBytes: UnsafeRawBufferPointer, includingExpired: Bool) throws(LarderError) -> Data? {
-        let copy = try read(keyBytes) { (store, view) throws(LarderError) in
-            try store.copyValueToNewMemory(forKey: keyBytes, in: view, includingExpired: includingExpired)
+        let copy = try read(keyBytes) { (loan, view) throws(LarderError) in
+            try loan.lend { (store) throws(LarderError) in
+                try store.copyValueToNewMemory(forKey: keyBytes, in: view, includingExpired: includingExpired)
+            }
         }
         // ValueMemory's buffers are malloc's, which Data's `.free` gives back.
         return copy.map { Data(bytesNoCopy: $0.baseAddress!, count: $0.count, deallocator: .free) }
@@ -356,8 +360,10 @@ public final class Cache: @unchecked Sendable {
     /// `copyValue(forKey:into:)` for a key already in bytes.
     @usableFromInline
     func copyValue(forKeyBytes key: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) throws(LarderError) -> Int? {
-        try read(key) { (store, view) throws(LarderError) in
-            try store.copyValue(forKey: key, in: view) { count in count <= buffer.count ? buffer : nil }
+        try read(key) { (loan, view) throws(LarderError) in
+            try loan.lend { (store) throws(LarderError) in
+                try store.copyValue(forKey: key, in: view) { count in count <= buffer.count ? buffer : nil }
+            }
         }
     }
 
@@ -420,7 +426,9 @@ public final class Cache: @unchecked Sendable {
     public func containsValue(forKey key: some CacheKey) throws(LarderError) -> Bool {
         try key.withCacheKeyBytes { keyBytes in
             Result { () throws(LarderError) in
-                try read(keyBytes) { (store, view) throws(LarderError) in try store.contains(key: keyBytes, in: view) }
+                try read(keyBytes) { (loan, view) throws(LarderError) in
+                    try loan.lend { (store) throws(LarderError) in try store.contains(key: keyBytes, in: view) }
+                }
             }
         }.get()
     }
@@ -558,72 +566,63 @@ public final class Cache: @unchecked Sendable {
     }
 
     /// Runs a write: the in-process exclusive lock, then the writer lock shared with every
-    /// process (which also brings this process's view of the file up to date).
+    /// process (which also brings this process's view of the file up to date). `body` gets the
+    /// store borrowed (`lend`).
     func write<R>(_ body: (CacheStore) throws(LarderError) -> R) throws(LarderError) -> R {
-        try withStore { (store) throws(LarderError) in
-            try lockReference._withUnsafeGuaranteedRef { lock in
-                Result { () throws(LarderError) in
-                    try beginWrite(lock, store)
-                    defer { endWrite(lock, store) }
-                    return try body(store)
-                }
-            }.get()
-        }
-    }
-
-    /// Runs `body` with the store borrowed: no retain, no release.
-    @inline(__always)
-    func withStore<R>(_ body: (CacheStore) throws(LarderError) -> R) throws(LarderError) -> R {
-        try storeReference._withUnsafeGuaranteedRef { store in Result { () throws(LarderError) in try body(store) } }.get()
+        try beginWrite()
+        defer { endWrite() }
+        return try storeReference.lend(body)
     }
 
     /// `write` in two halves, without closures on the hot path: the in-process exclusive lock,
     /// then the writer lock. On failure neither is held.
     @inline(__always)
-    private func beginWrite(_ lock: ReadWriteLock, _ store: CacheStore) throws(LarderError) {
+    private func beginWrite() throws(LarderError) {
         if isBorrowedByThisThread {
             throw LarderError(.invalidArgument, "cannot change the cache from inside its withValue(forKey:_:) on the same thread", path: path)
         }
-        lock.lockExclusive()
+        lockReference._withUnsafeGuaranteedRef { $0.lockExclusive() }
         do throws(LarderError) {
             try checkOpen()
-            try store.acquireWriterLock()
+            try storeReference.lend { (store) throws(LarderError) in try store.acquireWriterLock() }
         } catch {
-            lock.unlockExclusive()
+            lockReference._withUnsafeGuaranteedRef { $0.unlockExclusive() }
             throw error
         }
     }
 
     @inline(__always)
-    private func endWrite(_ lock: ReadWriteLock, _ store: CacheStore) {
+    private func endWrite() {
         // Readers of this process take the file as the write left it.
-        store.publishView()
-        store.releaseWriterLock()
-        lock.unlockExclusive()
+        storeReference._withUnsafeGuaranteedRef { store in
+            store.publishView()
+            store.releaseWriterLock()
+        }
+        lockReference._withUnsafeGuaranteedRef { $0.unlockExclusive() }
     }
 
     /// Runs a point read of `key` without a lock, the way readers of other processes read:
     /// through the view the last writer of this process published, which the read checks at its
     /// end against the file's change counter. When the counter has moved past the view (a write
-    /// of this or another process changed the meta page), the view is refreshed first.
+    /// of this or another process changed the meta page), the view is refreshed first. `body`
+    /// gets the store to borrow (`lend`): a closure that would borrow it around `body` keeps the
+    /// compiler from inlining `body`.
     @inline(__always)
-    func read<R>(_ key: UnsafeRawBufferPointer, _ body: (CacheStore, ReadView) throws(LarderError) -> R) throws(LarderError) -> R {
+    func read<R>(_ key: UnsafeRawBufferPointer, _ body: (Unmanaged<CacheStore>, ReadView) throws(LarderError) -> R) throws(LarderError) -> R {
         // The caller's key is often not in the cache (a read of a random key's bytes costs a
         // trip to memory): its load starts now, while the view is taken, and, when the calls
         // come one after another, while the previous read still waits for its record.
         if let start = key.baseAddress { lrd_prefetch(start) }
-        return try withStore { (store) throws(LarderError) in
-            while true {
-                try checkOpen()
-                if let view = store.publishedViewIfCurrent() {
-                    do throws(LarderError) {
-                        return try body(store, view)
-                    } catch where error == LarderError.staleView {
-                        // Fall through to the refresh.
-                    }
+        while true {
+            try checkOpen()
+            if let view = storeReference._withUnsafeGuaranteedRef({ $0.publishedViewIfCurrent() }) {
+                do {
+                    return try body(storeReference, view)
+                } catch where error == LarderError.staleView {
+                    // Fall through to the refresh.
                 }
-                try refreshView()
             }
+            try refreshView()
         }
     }
 
@@ -652,6 +651,20 @@ public final class Cache: @unchecked Sendable {
             try checkOpen()
             try store.refreshView()
             store.publishView()
+        }
+    }
+}
+
+extension Unmanaged where Instance == CacheStore {
+    /// Lends the store to `body` borrowed: no retain, no release (`Cache.storeReference`).
+    @inline(__always)
+    func lend<R>(_ body: (CacheStore) throws(LarderError) -> R) throws(LarderError) -> R {
+        // `body` itself, not a closure around it: the compiler then inlines it.
+        do {
+            return try _withUnsafeGuaranteedRef(body)
+        } catch {
+            // What `body` threw: a `LarderError`.
+            throw error as! LarderError
         }
     }
 }
