@@ -54,6 +54,9 @@ extern "C" {
  * found no room because larder_with_value callbacks (of any process, this one included) lend out
  * records all round the cache: it may succeed once they return. */
 #define LARDER_BUSY (-10)
+/* The handle is suspended (larder_suspend): it holds no lock on its file, and every call but
+ * larder_resume, larder_suspend and larder_close returns this until larder_resume. */
+#define LARDER_SUSPENDED (-11)
 
 /* ---- Opening ------------------------------------------------------------------------------- */
 
@@ -63,6 +66,20 @@ typedef struct larder larder;
 /* larder_options.flags. (LARDER_READ_ONLY is the status code of a refused write, hence the
  * FLAG_ in this name.) */
 #define LARDER_FLAG_READ_ONLY 1u
+/* Keep the file out of device backups (URLResourceValues.isExcludedFromBackup), set at every
+ * read-write open and larder_resume on Apple platforms; accepted and ignored elsewhere. */
+#define LARDER_FLAG_EXCLUDE_FROM_BACKUP 2u
+
+/* larder_options.file_protection: the data protection class of a file the open creates, on Apple
+ * platforms (accepted and ignored elsewhere; an existing file keeps its own). A cache read in the
+ * background (with the device locked) needs LARDER_PROTECTION_UNTIL_FIRST_USER_AUTHENTICATION or
+ * LARDER_PROTECTION_NONE: under the other two its reads and writes fail while the device is
+ * locked. */
+#define LARDER_PROTECTION_DEFAULT 0u /* the system's default: nothing is set */
+#define LARDER_PROTECTION_COMPLETE 1u
+#define LARDER_PROTECTION_COMPLETE_UNLESS_OPEN 2u
+#define LARDER_PROTECTION_UNTIL_FIRST_USER_AUTHENTICATION 3u
+#define LARDER_PROTECTION_NONE 4u
 
 /* larder_options.compression */
 #define LARDER_COMPRESSION_NONE 0u
@@ -74,7 +91,7 @@ typedef struct larder larder;
 typedef struct larder_options {
     uint32_t struct_size;           /* set by larder_options_init: sizeof(larder_options) as the
                                        program was compiled */
-    uint32_t flags;                 /* LARDER_FLAG_READ_ONLY */
+    uint32_t flags;                 /* LARDER_FLAG_READ_ONLY, LARDER_FLAG_EXCLUDE_FROM_BACKUP */
     uint64_t capacity_bytes;        /* 0 = the file's own, or 64 MiB when creating; see larder_open */
     uint32_t page_size;             /* 0 = 4096; a power of two 4096..65536, checked on every open,
                                        used only when creating (a file keeps its own) */
@@ -82,6 +99,8 @@ typedef struct larder_options {
     uint64_t default_ttl_ms;        /* 0 = entries do not expire unless a put says so */
     uint32_t file_mode;             /* permission bits of a new file; 0 = 0600 (owner only) */
     uint32_t compression_threshold; /* values shorter than this are stored raw; 0 = 128 */
+    /* limits fields go here */
+    uint32_t file_protection;       /* LARDER_PROTECTION_...; 0 = the system's default */
 } larder_options;
 
 /* Fills *opts with the defaults (and struct_size). Always call it before setting fields:
@@ -124,6 +143,22 @@ int larder_open(const char *path, const larder_options *opts, larder **out);
  * LARDER_INVALID_ARGUMENT, and the handle stays open: close it after larder_foreach or
  * larder_with_value returns. */
 int larder_close(larder *db);
+
+/* Gives up the handle's locks on its file before the app is suspended: iOS terminates a suspended
+ * app that holds a lock on a file in an app group container (0xdead10cc). When no other handle of
+ * this process has the file open, every lock on it goes, and the file is flushed and marked
+ * clean as by larder_close; the handle stays allocated. Until larder_resume every other call on
+ * it returns LARDER_SUSPENDED at once (none waits); larder_close frees it as usual. Calling it
+ * again does nothing. Call it and larder_resume when no other thread is inside a call on the
+ * handle. LARDER_IO or LARDER_FULL when the file could not be written back: the handle is
+ * suspended all the same, and the next open repairs the file. */
+int larder_suspend(larder *db);
+
+/* Takes the file back after larder_suspend: opens it again with the options of larder_open and
+ * takes its locks. When another process replaced the file meanwhile (`larder compact`, a capacity
+ * change), the handle uses the new file from now on. LARDER_OK, and nothing done, for a handle
+ * that is not suspended; on failure the handle stays suspended, and the call may be repeated. */
+int larder_resume(larder *db);
 
 /* ---- Reading and writing ------------------------------------------------------------------- */
 
@@ -300,6 +335,28 @@ struct larder_stats {
  * and sets struct_size to the bytes it filled (less than asked when this library's larder_stats
  * is shorter than the program's). LARDER_INVALID_ARGUMENT for a struct_size below 8. */
 int larder_stats(larder *db, struct larder_stats *out);
+
+/* What the cache holds for one key: larder_entry_info fills it. The names are those of the
+ * members of `larder dump --json` (docs/CLI.md). A struct tag without a typedef, as for
+ * larder_stats. */
+struct larder_entry_info {
+    uint32_t struct_size; /* set by the caller to sizeof(struct larder_entry_info) */
+    uint8_t compressed;   /* 1 when the value is stored LZ4-compressed */
+    uint8_t read;         /* 1 when the value was read since it was stored, or since eviction last
+                             passed it and gave it a second chance (its access bit) */
+    uint16_t reserved;
+    uint64_t size;        /* the value's length as callers see it (decompressed) */
+    uint64_t stored_size; /* the value's length as stored */
+    uint64_t record_size; /* bytes the entry's record takes in the file */
+    uint64_t stored_at;   /* when it was stored: milliseconds since the Unix epoch */
+    uint64_t expires_at;  /* when it expires: milliseconds since the Unix epoch; 0 = never */
+};
+
+/* Fills the first info->struct_size bytes of *info with what the cache holds for the key (set
+ * struct_size first, as for larder_stats; it is set to the bytes filled). LARDER_NOT_FOUND when
+ * the key is missing or expired. Like larder_get it takes no lock; unlike it, it reads no value
+ * byte, counts no hit or miss and does not mark the entry read. */
+int larder_entry_info(larder *db, const void *key, size_t key_len, struct larder_entry_info *info);
 
 /* Calls fn for every live entry, in no particular order, with its key and value length (the key
  * is valid during the call only). fn returns 0 to go on; any other value stops the walk and is

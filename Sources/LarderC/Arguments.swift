@@ -72,6 +72,21 @@ enum Arguments {
         }
     }
 
+    /// The `struct_size` a caller set in a struct the library fills (`larder_stats`,
+    /// `larder_entry_info`): 8 or more.
+    static func structSize<Out>(of out: UnsafeMutablePointer<Out>, _ name: String) -> Result<Int, StatusError> {
+        let size = Int(UnsafeRawPointer(out).loadUnaligned(as: UInt32.self))
+        return size >= 8 ? .success(size) : .failure(StatusError.invalid("\(name).struct_size is \(size)"))
+    }
+
+    /// Writes the first `size` bytes of `value` to `out`, no more than it has: only the fields the
+    /// caller's version of the struct has.
+    static func fill<Out>(_ out: UnsafeMutablePointer<Out>, _ size: Int, with value: Out) {
+        withUnsafeBytes(of: value) { bytes in
+            UnsafeMutableRawPointer(out).copyMemory(from: bytes.baseAddress!, byteCount: min(size, bytes.count))
+        }
+    }
+
     /// The largest `struct_size` taken (a newer header's options, grown): larger is garbage.
     static let maximumOptionsSize = 4096
 
@@ -97,8 +112,11 @@ enum Arguments {
             return raw.loadUnaligned(fromByteOffset: offset, as: T.self)
         }
         let flags = field(\.flags, UInt32.self) ?? 0
-        guard flags & ~LARDER_FLAG_READ_ONLY == 0 else { return .failure(StatusError.invalid("unknown flags \(flags)")) }
+        guard flags & ~(LARDER_FLAG_READ_ONLY | LARDER_FLAG_EXCLUDE_FROM_BACKUP) == 0 else {
+            return .failure(StatusError.invalid("unknown flags \(flags)"))
+        }
         options.readOnly = flags & LARDER_FLAG_READ_ONLY != 0
+        options.excludedFromBackup = flags & LARDER_FLAG_EXCLUDE_FROM_BACKUP != 0
         if let capacity = field(\.capacity_bytes, UInt64.self), capacity != 0 {
             guard capacity <= UInt64(Int.max) else { return .failure(StatusError.invalid("capacity \(capacity)")) }
             options.capacity = .bytes(Int(capacity))
@@ -118,6 +136,12 @@ enum Arguments {
         }
         if let threshold = field(\.compression_threshold, UInt32.self), threshold != 0 {
             options.compressionThreshold = Int(threshold)
+        }
+        if let protection = field(\.file_protection, UInt32.self) {
+            guard let value = FileProtection(rawValue: protection) else {
+                return .failure(StatusError.invalid("unknown file protection \(protection)"))
+            }
+            options.fileProtection = value
         }
         return .success(options)
     }

@@ -45,7 +45,8 @@ public func larderOptionsInitSized(_ opts: UnsafeMutablePointer<larder_options>?
     raw.initializeMemory(as: UInt8.self, repeating: 0, count: size)
     var defaults = larder_options(
         struct_size: UInt32(size), flags: 0, capacity_bytes: 0, page_size: 0,
-        compression: LARDER_COMPRESSION_NONE, default_ttl_ms: 0, file_mode: 0, compression_threshold: 0)
+        compression: LARDER_COMPRESSION_NONE, default_ttl_ms: 0, file_mode: 0, compression_threshold: 0,
+        file_protection: LARDER_PROTECTION_DEFAULT)
     withUnsafeBytes(of: &defaults) { raw.copyMemory(from: $0.baseAddress!, byteCount: min(size, $0.count)) }
 }
 
@@ -288,10 +289,9 @@ public func larderSync(_ db: UnsafeMutablePointer<larder>?) -> Int32 {
 public func larderStats(_ db: UnsafeMutablePointer<larder>?, _ out: UnsafeMutablePointer<larder_stats>?) -> Int32 {
     withCache(db) { cache in
         guard let out else { throw StatusError.invalid("out is NULL") }
-        let size = Int(UnsafeRawPointer(out).loadUnaligned(as: UInt32.self))
-        guard size >= 8 else { throw StatusError.invalid("larder_stats.struct_size is \(size)") }
+        let size = try Arguments.structSize(of: out, "larder_stats").get()
         let stats = cache.stats
-        var filled = larder_stats(
+        let filled = larder_stats(
             struct_size: UInt32(min(size, MemoryLayout<larder_stats>.size)), reserved: 0,
             entries: UInt64(clamping: stats.entryCount), live_bytes: UInt64(clamping: stats.liveBytes),
             stored_bytes: UInt64(clamping: stats.storedBytes), file_bytes: UInt64(clamping: stats.fileBytes),
@@ -299,10 +299,7 @@ public func larderStats(_ db: UnsafeMutablePointer<larder>?, _ out: UnsafeMutabl
             inserts: stats.inserts, evictions: stats.evictions, expirations: stats.expirations,
             updates: stats.updates, removals: stats.removals, relocations: stats.relocations,
             recoveries: stats.recoveries)
-        // Only the fields the caller's version of the struct has.
-        withUnsafeBytes(of: &filled) { bytes in
-            UnsafeMutableRawPointer(out).copyMemory(from: bytes.baseAddress!, byteCount: min(size, bytes.count))
-        }
+        Arguments.fill(out, size, with: filled)
         return Status.ok
     }
 }

@@ -49,6 +49,7 @@ enum Status {
         case LARDER_FULL: "disk full"
         case LARDER_CLOSED: "closed"
         case LARDER_BUSY: "busy"
+        case LARDER_SUSPENDED: "suspended"
         default: "unknown status"
         }
     }

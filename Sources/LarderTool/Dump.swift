@@ -112,21 +112,7 @@ extension LarderCommand {
 
         /// The documented schema (docs/CLI.md); members are only ever added at the end.
         private func jsonLine(_ entry: EntryRecord, _ inspector: FileInspector) -> String {
-            var line = JSONLine()
-            line.add("key", KeyText.utf8(entry.key))
-            line.add("key_hex", ByteFormat.hex(entry.key))
-            line.add("rank", entry.rank ?? 0)
-            line.add("size", entry.rawLength)
-            line.add("stored_size", entry.storedLength)
-            line.add("record_size", entry.recordSize)
-            line.add("compressed", entry.isCompressed)
-            line.add("expires_at", entry.expiresAt == 0 ? nil : entry.expiresAt)
-            line.add("expired", entry.isExpired(now: TimeFormat.nowMilliseconds()))
-            line.add("stored_at", entry.storedAt)
-            line.add("read", entry.wasRead)
-            line.add("sequence", entry.sequence)
-            line.add("offset", entry.offset)
-            line.add("intact", entry.isIntact)
+            var line = JSONLine.entry(entry)
             if showsValues {
                 let value = inspector.value(of: entry)
                 line.add("value", value.flatMap(KeyText.utf8))

@@ -1,3 +1,5 @@
+@_spi(Inspection) import Larder
+
 /// One JSON object on one line, its members in the order they were added: the stable form of
 /// `larder dump --json` (docs/CLI.md). Written by hand so the order never depends on a
 /// serializer's choices.
@@ -39,5 +41,28 @@ struct JSONLine {
             }
         }
         return result + "\""
+    }
+}
+
+
+extension JSONLine {
+    /// An entry's members in `larder dump --json` and `larder entry --json`, values aside.
+    static func entry(_ entry: EntryRecord) -> JSONLine {
+        var line = JSONLine()
+        line.add("key", KeyText.utf8(entry.key))
+        line.add("key_hex", ByteFormat.hex(entry.key))
+        line.add("rank", entry.rank ?? 0)
+        line.add("size", entry.rawLength)
+        line.add("stored_size", entry.storedLength)
+        line.add("record_size", entry.recordSize)
+        line.add("compressed", entry.isCompressed)
+        line.add("expires_at", entry.expiresAt == 0 ? nil : entry.expiresAt)
+        line.add("expired", entry.isExpired(now: TimeFormat.nowMilliseconds()))
+        line.add("stored_at", entry.storedAt)
+        line.add("read", entry.wasRead)
+        line.add("sequence", entry.sequence)
+        line.add("offset", entry.offset)
+        line.add("intact", entry.isIntact)
+        return line
     }
 }

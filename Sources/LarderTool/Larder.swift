@@ -21,7 +21,7 @@ struct LarderCommand: ParsableCommand {
             64 for a usage error. See docs/CLI.md.
             """,
         version: "\(Cache.versionString)",
-        subcommands: [Info.self, Dump.self, Get.self, Put.self, Delete.self, Clear.self, Trim.self,
+        subcommands: [Info.self, Dump.self, Entry.self, Get.self, Put.self, Delete.self, Clear.self, Trim.self,
                       Verify.self, Recover.self, Compact.self]
     )
 

@@ -441,6 +441,21 @@ static void test_open_errors_and_options(void) {
     CHECK(larder_get(db, "text", 4, back, sizeof back, &len) == LARDER_OK && len == sizeof text && memcmp(back, text, len) == 0);
     larder_close(db);
 
+    /* The Apple options: accepted (and without effect) here; an unknown class is refused. */
+    larder_options_init(&opts);
+    CHECK(opts.file_protection == LARDER_PROTECTION_DEFAULT);
+    opts.flags = LARDER_FLAG_EXCLUDE_FROM_BACKUP;
+    opts.file_protection = LARDER_PROTECTION_UNTIL_FIRST_USER_AUTHENTICATION;
+    CHECK(larder_open(path, &opts, &db) == LARDER_OK);
+    CHECK(larder_contains(db, "text", 4) == LARDER_OK);
+    larder_close(db);
+    opts.file_protection = LARDER_PROTECTION_NONE + 1;
+    CHECK(larder_open(path, &opts, &db) == LARDER_INVALID_ARGUMENT && db == NULL);
+    CHECK(strstr(larder_last_error_message(), "file protection 5") != NULL);
+    larder_options_init(&opts);
+    opts.flags = 4u;
+    CHECK(larder_open(path, &opts, &db) == LARDER_INVALID_ARGUMENT && db == NULL);
+
     /* Read-only: reads work, writes are refused. */
     larder_options_init(&opts);
     opts.flags = LARDER_FLAG_READ_ONLY;
@@ -747,6 +762,68 @@ static void test_stats_struct_size(void) {
     larder_close(db);
 }
 
+static void test_entry_info(void) {
+    larder *db = open_fresh("entry.larder", NULL);
+    time_t before = time(NULL);
+    CHECK(larder_put(db, "k", 1, "value", 5, 60000) == LARDER_OK);
+    struct larder_entry_info info;
+    memset(&info, 0xFF, sizeof info);
+    info.struct_size = sizeof info;
+    CHECK(larder_entry_info(db, "k", 1, &info) == LARDER_OK);
+    CHECK(info.struct_size == sizeof info && info.size == 5 && info.stored_size == 5 && info.record_size >= 48 + 6);
+    CHECK(info.compressed == 0 && info.read == 0 && info.reserved == 0);
+    CHECK(info.stored_at / 1000 + 1 >= (uint64_t)before && info.expires_at >= info.stored_at + 59000);
+    char buf[8];
+    size_t len = 0;
+    CHECK(larder_get(db, "k", 1, buf, sizeof buf, &len) == LARDER_OK);
+    CHECK(larder_entry_info(db, "k", 1, &info) == LARDER_OK && info.read == 1);
+    CHECK(larder_entry_info(db, "absent", 6, &info) == LARDER_NOT_FOUND);
+    CHECK(larder_entry_info(db, "k", 1, NULL) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_entry_info(db, NULL, 0, &info) == LARDER_INVALID_ARGUMENT);
+    info.struct_size = 4;
+    CHECK(larder_entry_info(db, "k", 1, &info) == LARDER_INVALID_ARGUMENT);
+    /* An older, shorter struct: only its fields are written. */
+    struct {
+        uint32_t struct_size;
+        uint8_t compressed, read;
+        uint16_t reserved;
+        uint64_t size;
+        uint64_t guard;
+    } old;
+    old.struct_size = 16;
+    old.guard = 0xDEADBEEF;
+    CHECK(larder_entry_info(db, "k", 1, (struct larder_entry_info *)(void *)&old) == LARDER_OK);
+    CHECK(old.size == 5 && old.struct_size == 16 && old.guard == 0xDEADBEEF);
+    larder_close(db);
+}
+
+static void test_suspend_resume(void) {
+    larder *db = open_fresh("suspend.larder", NULL);
+    CHECK(larder_put(db, "k", 1, "value", 5, 0) == LARDER_OK);
+    CHECK(larder_suspend(db) == LARDER_OK);
+    CHECK(larder_suspend(db) == LARDER_OK);
+    char buf[8];
+    size_t len = 0;
+    CHECK(larder_get(db, "k", 1, buf, sizeof buf, &len) == LARDER_SUSPENDED);
+    CHECK(strstr(larder_last_error_message(), "suspended") != NULL);
+    CHECK(larder_put(db, "k", 1, "v", 1, 0) == LARDER_SUSPENDED);
+    CHECK(strcmp(larder_strerror(LARDER_SUSPENDED), "suspended") == 0);
+    /* Nothing holds the file meanwhile: another handle may open it alone and change it. */
+    char path[512];
+    path_for(path, sizeof path, "suspend.larder");
+    larder *other = NULL;
+    CHECK(larder_open(path, NULL, &other) == LARDER_OK);
+    CHECK(larder_put(other, "m", 1, "meanwhile", 9, 0) == LARDER_OK);
+    CHECK(larder_close(other) == LARDER_OK);
+    CHECK(larder_resume(db) == LARDER_OK);
+    CHECK(larder_resume(db) == LARDER_OK);
+    CHECK(larder_get(db, "m", 1, buf, sizeof buf, &len) == LARDER_BUFFER_TOO_SMALL && len == 9);
+    CHECK(larder_get(db, "k", 1, buf, sizeof buf, &len) == LARDER_OK && len == 5);
+    CHECK(larder_suspend(NULL) == LARDER_INVALID_ARGUMENT && larder_resume(NULL) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_suspend(db) == LARDER_OK);
+    CHECK(larder_close(db) == LARDER_OK);
+}
+
 struct walk { int count; size_t bytes; };
 
 static int count_entries(void *ctx, const void *key, size_t key_len, size_t value_len) {
@@ -922,6 +999,8 @@ int main(void) {
     test_maintenance();
     test_too_large_and_full_cache();
     test_stats_struct_size();
+    test_entry_info();
+    test_suspend_resume();
     test_foreach_clear_sync();
     test_strings();
     test_reopen();

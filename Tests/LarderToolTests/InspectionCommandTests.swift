@@ -7,7 +7,7 @@ import Testing
 struct InspectionCommandTests {
     @Test func everyCommandHasHelp() throws {
         let run = try Larder.expect(["--help"])
-        for command in ["info", "dump", "get", "put", "delete", "clear", "trim", "verify", "recover", "compact"] {
+        for command in ["info", "dump", "entry", "get", "put", "delete", "clear", "trim", "verify", "recover", "compact"] {
             #expect(run.stdout.contains("  \(command) "), "\(command) missing from --help")
             let help = try Larder.expect([command, "--help"])
             #expect(help.stdout.hasPrefix("OVERVIEW: "))

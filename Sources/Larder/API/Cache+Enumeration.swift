@@ -83,7 +83,7 @@ extension Cache {
         // write's checks (closed, read-only, inside a lent value) are made all the same.
         let prefix = prefix.withCacheKeyBytes { $0.count <= Cache.maximumKeyLength ? Data($0) : nil }
         defer { if let prefix { memory?.removeAll(where: { $0.starts(with: prefix) }) } }
-        return try write { () throws(LarderError) in
+        return try write { (store) throws(LarderError) in
             guard let prefix else { return 0 }
             return store.removeEntries(counting: .removals) { key, _ in key.starts(with: prefix) }.live
         }

@@ -47,7 +47,7 @@ extension Cache {
                      compression: Compression?) throws(LarderError) -> Bool {
         if let expiry, !expiry.isNumber { throw notANumber() }
         let (expiry, compress) = settings(expiry: expiry, compression: compression, valueLength: value.count)
-        return try write { () throws(LarderError) -> Bool in
+        return try write { (store) throws(LarderError) -> Bool in
             try store.validateKey(key)
             // Under the writer lock the view is the file as it is: what `remove` looks at.
             if let found = store.lookup(key, hash: KeyHash(key)), !found.header.isExpiredNow { return false }

@@ -246,7 +246,7 @@ extension Cache {
         return try key.withUnsafeBytes { keyBytes in
             data.withUnsafeBytes { valueBytes in
                 Result { () throws(LarderError) -> RecordIdentity? in
-                    try write { () throws(LarderError) -> RecordIdentity? in
+                    try write { (store) throws(LarderError) -> RecordIdentity? in
                         if let stored = store.lookup(keyBytes, hash: KeyHash(keyBytes)), loadBegan.precedes(stored.header) { return nil }
                         try store.put(key: keyBytes, value: valueBytes, compress: compress, expiry: expiry, storedAt: loadBegan.time)
                         return store.identityOfEntry(forKey: keyBytes)

@@ -19,7 +19,7 @@ extension Cache {
     @discardableResult
     public func removeExpired() throws(LarderError) -> Int {
         let now = SystemCall.nowMilliseconds()
-        return try write { () throws(LarderError) in
+        return try write { (store) throws(LarderError) in
             store.removeEntries(counting: .expirations) { _, header in header.isExpired(now: now) }.expired
         }
     }
@@ -49,7 +49,7 @@ extension Cache {
     package func removeOlder(thanMilliseconds age: UInt64) throws(LarderError) -> Int {
         let now = SystemCall.nowMilliseconds()
         let cutoff = now - min(now, age)
-        return try write { () throws(LarderError) in
+        return try write { (store) throws(LarderError) in
             store.removeEntries(counting: .removals) { _, header in header.storedAt < cutoff }.live
         }
     }
@@ -68,7 +68,7 @@ extension Cache {
     @discardableResult
     public func trim(toBytes bytes: Int) throws(LarderError) -> Int {
         guard bytes >= 0 else { throw LarderError(.invalidArgument, "cannot trim to \(bytes) bytes", path: path) }
-        return try write { () throws(LarderError) in
+        return try write { (store) throws(LarderError) in
             store.evict { store.state.liveRawBytes <= bytes }
         }
     }
@@ -85,7 +85,7 @@ extension Cache {
     @discardableResult
     public func trim(toCount count: Int) throws(LarderError) -> Int {
         guard count >= 0 else { throw LarderError(.invalidArgument, "cannot trim to \(count) entries", path: path) }
-        return try write { () throws(LarderError) in
+        return try write { (store) throws(LarderError) in
             store.evict { store.state.entryCount <= count }
         }
     }

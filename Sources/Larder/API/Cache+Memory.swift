@@ -119,12 +119,15 @@ extension Cache {
     @usableFromInline
     func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind) -> MemoryObject? {
         guard let unretainedMemory, (try? ensureOpen()) != nil else { return nil }
-        return unretainedMemory._withUnsafeGuaranteedRef { rememberedObject(forKey: bytes, kind: kind, in: $0) }
+        return unretainedMemory._withUnsafeGuaranteedRef { memory in
+            storeReference._withUnsafeGuaranteedRef { store in rememberedObject(forKey: bytes, kind: kind, in: memory, store: store) }
+        }
     }
 
-    /// `rememberedObject(forKey:kind:)` once the tier is known.
+    /// `rememberedObject(forKey:kind:)` with the tier and the store borrowed.
     @inline(__always)
-    private func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind, in memory: MemoryTier) -> MemoryObject? {
+    private func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind, in memory: MemoryTier,
+                                  store: CacheStore) -> MemoryObject? {
         let hash = KeyHash(bytes).value
         // The file's index slots start loading now, so that their cache misses overlap the tier's;
         // then the record the object came from, and the value, while the index is searched.
@@ -240,7 +243,7 @@ extension Cache {
                                    compression: Compression?) throws(LarderError) -> RecordIdentity? {
         if let expiry, !expiry.isNumber { throw notANumber() }
         let (expiry, compress) = settings(expiry: expiry, compression: compression, valueLength: value.count)
-        return try write { () throws(LarderError) in
+        return try write { (store) throws(LarderError) in
             try store.put(key: key, value: value, compress: compress, expiry: expiry)
             return store.identityOfEntry(forKey: key)
         }
@@ -256,7 +259,9 @@ extension Cache {
     /// The identity of the key `bytes`'s live, unexpired entry; `hash` is their XXH64.
     @inline(__always)
     func liveIdentity(forKey bytes: UnsafeRawBufferPointer, hash: UInt64) throws(LarderError) -> CacheStore.IdentityLookup {
-        try read(bytes) { (view) throws(LarderError) in try store.liveIdentity(forKey: bytes, hash: hash, in: view) }
+        try read(bytes) { (loan, view) throws(LarderError) in
+            try loan.lend { (store) throws(LarderError) in try store.liveIdentity(forKey: bytes, hash: hash, in: view) }
+        }
     }
 
     /// Drops the object of `key` from memory (removed from the file through this handle).

@@ -48,6 +48,13 @@ public final class Cache: @unchecked Sendable {
         /// (default ``MemoryLimits/default``: 64 MiB, 10,000 objects); `nil` keeps none. Limits
         /// of 0 or less are refused (`.invalidArgument`) when the cache opens.
         public var memory: MemoryLimits?
+        /// The data protection class of a file this open creates, on Apple platforms (see
+        /// ``FileProtection``: background reads need ``FileProtection/completeUntilFirstUserAuthentication``
+        /// or ``FileProtection/none``). Ignored elsewhere.
+        public var fileProtection: FileProtection
+        /// Keep the file out of device backups (`URLResourceValues.isExcludedFromBackup`), set at
+        /// every read-write open and resume, on Apple platforms. Ignored elsewhere.
+        public var excludedFromBackup: Bool
 
         /// Options for opening a cache; every one has a default.
         ///
@@ -56,7 +63,8 @@ public final class Cache: @unchecked Sendable {
         public init(capacity: ByteCount? = nil, pageSize: Int = 4096, defaultExpiry: Expiry = .never,
                     readOnly: Bool = false, permissions: UInt16 = 0o600,
                     compression: Compression = .none, compressionThreshold: Int = 128,
-                    coder: any CacheCoder = JSONCacheCoder(), memory: MemoryLimits? = .default) {
+                    coder: any CacheCoder = JSONCacheCoder(), memory: MemoryLimits? = .default,
+                    fileProtection: FileProtection = .systemDefault, excludedFromBackup: Bool = false) {
             self.capacity = capacity
             self.pageSize = pageSize
             self.defaultExpiry = defaultExpiry
@@ -66,6 +74,8 @@ public final class Cache: @unchecked Sendable {
             self.compressionThreshold = compressionThreshold
             self.coder = coder
             self.memory = memory
+            self.fileProtection = fileProtection
+            self.excludedFromBackup = excludedFromBackup
         }
     }
 
@@ -87,10 +97,18 @@ public final class Cache: @unchecked Sendable {
     public let options: Options
 
     /// The open file, shared with every other `Cache` of this process on the same path.
-    let entry: OpenFileRegistry.Entry
-    /// The entry's lock and engine, kept here so that every call does not fetch them anew.
-    private let lock: ReadWriteLock
-    let store: CacheStore
+    /// `resume()` replaces it, with `lock` and `store`, while no call may reach them (see
+    /// `openGeneration`); so no access to the three is checked for exclusivity.
+    @exclusivity(unchecked) var entry: OpenFileRegistry.Entry
+    /// The entry's lock and engine, kept here so that every call does not fetch them anew, and
+    /// without a count of their own: `entry` (or `previousEntry`, after a resume) holds them. The
+    /// hot paths borrow them (`lend`, `read`, `write`): a `var` of a class would cost a retain
+    /// and a release around every call the compiler cannot see into.
+    @exclusivity(unchecked) var lockReference: Unmanaged<ReadWriteLock>
+    @exclusivity(unchecked) var storeReference: Unmanaged<CacheStore>
+    /// The entry's lock and engine, for the calls off the hot paths.
+    var lock: ReadWriteLock { lockReference.takeUnretainedValue() }
+    var store: CacheStore { storeReference.takeUnretainedValue() }
     /// Decoded objects of typed reads and writes (nil when `options.memory` is).
     let memory: MemoryTier?
     /// `memory` again, unretained, so that a hit in memory retains no tier (`memory` keeps it).
@@ -98,11 +116,19 @@ public final class Cache: @unchecked Sendable {
     /// The type of `options.coder`, so that a typed read names its coder without copying it
     /// (a copy retains the coder's objects, which every thread shares).
     @usableFromInline let defaultCoderType: ObjectIdentifier
-    /// The fork count (`lrd_fork_generation`) the store was opened at, `.max` once closed. A child
-    /// forked after the open sees another count, so the handle is closed there too: one compare
-    /// a call. Set under the exclusive lock, read without it.
-    private let openGeneration = AtomicWord()
-    private var isClosed: Bool { openGeneration.load() != lrd_fork_generation() }
+    /// The fork count (`lrd_fork_generation`) the store was opened at, `.max` once closed,
+    /// `suspendedGeneration` while suspended. A child forked after the open sees another count, so
+    /// the handle is closed there too: one compare a call. Set under the exclusive lock, read
+    /// without it.
+    let openGeneration = AtomicWord()
+    static let suspendedGeneration = UInt64.max - 1
+    /// Whether the handle may not reach its store: closed, suspended, or in a child after fork.
+    var isClosed: Bool { openGeneration.load() != lrd_fork_generation() }
+    /// Serializes `suspend()`, `resume()` and `close()` with each other.
+    let lifeCycle = NSLock()
+    /// The entry a `resume()` replaced, kept until the next one: a read that began before
+    /// `suspend()` may still be looking through its mapping.
+    var previousEntry: OpenFileRegistry.Entry?
 
     /// Opens the cache file at `path`, creating it if needed. A file that was not closed cleanly
     /// (its process crashed) is checked and repaired first.
@@ -121,12 +147,24 @@ public final class Cache: @unchecked Sendable {
         memory = options.memory.map(MemoryTier.init(limits:))
         unretainedMemory = memory.map(Unmanaged.passUnretained)
         defaultCoderType = ObjectIdentifier(type(of: options.coder))
-        entry = try OpenFileRegistry.shared.open(path: path, configuration: .init(
-            capacity: options.capacity?.bytes, pageSize: options.pageSize,
-            readOnly: options.readOnly, permissions: options.permissions))
-        lock = entry.lock
-        store = entry.store
-        openGeneration.store(store.forkGeneration)
+        let existed = FileIdentity(path: path) != nil
+        entry = try OpenFileRegistry.shared.open(path: path, configuration: Cache.configuration(options))
+        lockReference = .passUnretained(entry.lock)
+        storeReference = .passUnretained(entry.store)
+        openGeneration.store(entry.store.forkGeneration)
+        do {
+            try FileAttributes.apply(options, to: path, created: !existed)
+        } catch {
+            openGeneration.store(.max)
+            try? OpenFileRegistry.shared.release(entry)
+            throw error
+        }
+    }
+
+    /// What the engine opens the file with.
+    static func configuration(_ options: Options) -> CacheStore.Configuration {
+        .init(capacity: options.capacity?.bytes, pageSize: options.pageSize,
+              readOnly: options.readOnly, permissions: options.permissions)
     }
 
     deinit {
@@ -173,7 +211,7 @@ public final class Cache: @unchecked Sendable {
                   compression: Compression?) throws(LarderError) {
         if let expiry, !expiry.isNumber { throw notANumber() }
         let (expiry, compress) = settings(expiry: expiry, compression: compression, valueLength: value.count)
-        try write { () throws(LarderError) in
+        try write { (store) throws(LarderError) in
             try store.put(key: key, value: value, compress: compress, expiry: expiry)
         }
     }
@@ -208,7 +246,7 @@ public final class Cache: @unchecked Sendable {
     @usableFromInline
     func removeValue(forKeyBytes key: UnsafeRawBufferPointer) throws(LarderError) -> Bool {
         defer { forgetInMemory(key) }
-        return try write { () throws(LarderError) in try store.remove(key: key) }
+        return try write { (store) throws(LarderError) in try store.remove(key: key) }
     }
 
     /// Removes every entry, in time independent of how many there are.
@@ -220,7 +258,7 @@ public final class Cache: @unchecked Sendable {
     @discardableResult
     public func removeAll() throws(LarderError) -> Int {
         defer { memory?.removeAll() }
-        return try write { () throws(LarderError) in try store.removeAll() }
+        return try write { (store) throws(LarderError) in try store.removeAll() }
     }
 
     // MARK: - Reading
@@ -255,10 +293,12 @@ public final class Cache: @unchecked Sendable {
     func lendValue(forKey key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         var failure: (any Error)?
         let borrower = BorrowMarker.mark(of: self)
-        let found = try read(key) { (view) throws(LarderError) in
-            try store.withValue(forKey: key, in: view) { bytes in
-                BorrowMarker.borrowing(mark: borrower) {
-                    do { try body(bytes) } catch { failure = error }
+        let found = try read(key) { (loan, view) throws(LarderError) in
+            try loan.lend { (store) throws(LarderError) in
+                try store.withValue(forKey: key, in: view) { bytes in
+                    BorrowMarker.borrowing(mark: borrower) {
+                        do { try body(bytes) } catch { failure = error }
+                    }
                 }
             }
         }
@@ -280,8 +320,10 @@ public final class Cache: @unchecked Sendable {
 
     /// The value of `key` as `Data`; with `includingExpired`, also an expired one still in the file.
     func copyData(forKey keyBytes: UnsafeRawBufferPointer, includingExpired: Bool) throws(LarderError) -> Data? {
-        let copy = try read(keyBytes) { (view) throws(LarderError) in
-            try store.copyValueToNewMemory(forKey: keyBytes, in: view, includingExpired: includingExpired)
+        let copy = try read(keyBytes) { (loan, view) throws(LarderError) in
+            try loan.lend { (store) throws(LarderError) in
+                try store.copyValueToNewMemory(forKey: keyBytes, in: view, includingExpired: includingExpired)
+            }
         }
         // ValueMemory's buffers are malloc's, which Data's `.free` gives back.
         return copy.map { Data(bytesNoCopy: $0.baseAddress!, count: $0.count, deallocator: .free) }
@@ -325,11 +367,15 @@ public final class Cache: @unchecked Sendable {
     func copyValue(forKeyBytes key: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) throws(LarderError) -> Int? {
         // See `read`: the caller's key starts loading now.
         if let start = key.baseAddress { lrd_prefetch(start) }
-        if !isClosed, let view = store.publishedViewIfCurrent() {
-            switch store.attemptCopy(forKey: key, in: view, toBuffer: buffer) {
+        if !isClosed {
+            let answer = storeReference._withUnsafeGuaranteedRef { store -> CacheStore.Attempt<Int>? in
+                guard let view = store.publishedViewIfCurrent() else { return nil }
+                return store.attemptCopy(forKey: key, in: view, toBuffer: buffer)
+            }
+            switch answer {
             case .answered(let length): return length
             case .absent: return nil
-            case .unsettled: break
+            case .unsettled, nil: break
             }
         }
         return try copyValueCarefully(forKeyBytes: key, into: buffer)
@@ -340,8 +386,10 @@ public final class Cache: @unchecked Sendable {
     @inline(never)
     private func copyValueCarefully(forKeyBytes key: UnsafeRawBufferPointer,
                                     into buffer: UnsafeMutableRawBufferPointer) throws(LarderError) -> Int? {
-        try read(key) { (view) throws(LarderError) in
-            try store.copyValue(forKey: key, in: view) { count in count <= buffer.count ? buffer : nil }
+        try read(key) { (loan, view) throws(LarderError) in
+            try loan.lend { (store) throws(LarderError) in
+                try store.copyValue(forKey: key, in: view) { count in count <= buffer.count ? buffer : nil }
+            }
         }
     }
 
@@ -404,7 +452,9 @@ public final class Cache: @unchecked Sendable {
     public func containsValue(forKey key: some CacheKey) throws(LarderError) -> Bool {
         try key.withCacheKeyBytes { keyBytes in
             Result { () throws(LarderError) in
-                try read(keyBytes) { (view) throws(LarderError) in try store.contains(key: keyBytes, in: view) }
+                try read(keyBytes) { (loan, view) throws(LarderError) in
+                    try loan.lend { (store) throws(LarderError) in try store.contains(key: keyBytes, in: view) }
+                }
             }
         }.get()
     }
@@ -481,9 +531,10 @@ public final class Cache: @unchecked Sendable {
     /// of other processes. Closing from inside such a closure, or from inside this cache's
     /// `forEachEntry`, on its own thread throws `.invalidArgument`.
     ///
-    /// An open cache holds a record lock on its file; on iOS, tvOS and watchOS, close a cache
-    /// whose file is in an app group container before the app is suspended, or the system
-    /// terminates the app (<doc:GettingStarted#Share-a-cache-with-an-app-extension>).
+    /// An open cache holds a record lock on its file; on iOS, tvOS and watchOS, suspend
+    /// (``suspend()``) or close a cache whose file is in an app group container before the app is
+    /// suspended, or the system terminates the app
+    /// (<doc:GettingStarted#Share-a-cache-with-an-app-extension>).
     ///
     /// In a child process forked after the cache was opened, the cache is closed already (its
     /// calls throw `.closed`), and `close()` releases nothing: the file and its locks stay the
@@ -497,10 +548,9 @@ public final class Cache: @unchecked Sendable {
             store.releaseInheritedDescriptor()
             return
         }
-        // The bytes lent to this thread would lose their protection while it still uses them.
-        if isBorrowedByThisThread || BorrowMarker.isBorrowed(BorrowMarker.mark(of: self, for: .listing)) {
-            throw LarderError(.invalidArgument, "cannot close the cache from inside its withValue(forKey:_:) or forEachEntry on the same thread", path: path)
-        }
+        try refuseInsideBorrow("close")
+        lifeCycle.lock()
+        defer { lifeCycle.unlock() }
         let wasOpen = lock.withWriteLock {
             defer { openGeneration.store(.max) }
             return !isClosed
@@ -511,6 +561,14 @@ public final class Cache: @unchecked Sendable {
 
     // MARK: - Locking
 
+    /// Throws `.invalidArgument` on a thread inside this cache's `withValue` or `forEachEntry`:
+    /// letting the file go (`verb`: close, suspend) would take the protection of the bytes lent.
+    func refuseInsideBorrow(_ verb: String) throws(LarderError) {
+        if isBorrowedByThisThread || BorrowMarker.isBorrowed(BorrowMarker.mark(of: self, for: .listing)) {
+            throw LarderError(.invalidArgument, "cannot \(verb) the cache from inside its withValue(forKey:_:) or forEachEntry on the same thread", path: path)
+        }
+    }
+
     /// Whether this thread is inside this cache's `withValue`, which takes no lock but lends bytes
     /// a write through this handle could be asked to overwrite.
     private var isBorrowedByThisThread: Bool {
@@ -518,7 +576,14 @@ public final class Cache: @unchecked Sendable {
     }
 
     private func checkOpen() throws(LarderError) {
-        if isClosed { throw store.closedError() }
+        if isClosed { throw unusableError() }
+    }
+
+    /// Why a call cannot reach the store: suspended, closed, or opened before this process forked.
+    @inline(never)
+    func unusableError() -> LarderError {
+        guard openGeneration.load() == Cache.suspendedGeneration, !store.isInheritedAcrossFork else { return store.closedError() }
+        return LarderError(.suspended, "the cache is suspended: call resume() first", path: path)
     }
 
     /// Throws `.closed` for a closed cache (for calls that may not reach the file).
@@ -527,11 +592,12 @@ public final class Cache: @unchecked Sendable {
     }
 
     /// Runs a write: the in-process exclusive lock, then the writer lock shared with every
-    /// process (which also brings this process's view of the file up to date).
-    func write<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
+    /// process (which also brings this process's view of the file up to date). `body` gets the
+    /// store borrowed (`lend`).
+    func write<R>(_ body: (CacheStore) throws(LarderError) -> R) throws(LarderError) -> R {
         try beginWrite()
         defer { endWrite() }
-        return try body()
+        return try storeReference.lend(body)
     }
 
     /// `write` in two halves, without closures on the hot path: the in-process exclusive lock,
@@ -541,12 +607,12 @@ public final class Cache: @unchecked Sendable {
         if isBorrowedByThisThread {
             throw LarderError(.invalidArgument, "cannot change the cache from inside its withValue(forKey:_:) on the same thread", path: path)
         }
-        lock.lockExclusive()
+        lockReference._withUnsafeGuaranteedRef { $0.lockExclusive() }
         do throws(LarderError) {
             try checkOpen()
-            try store.acquireWriterLock()
+            try storeReference.lend { (store) throws(LarderError) in try store.acquireWriterLock() }
         } catch {
-            lock.unlockExclusive()
+            lockReference._withUnsafeGuaranteedRef { $0.unlockExclusive() }
             throw error
         }
     }
@@ -554,26 +620,30 @@ public final class Cache: @unchecked Sendable {
     @inline(__always)
     private func endWrite() {
         // Readers of this process take the file as the write left it.
-        store.publishView()
-        store.releaseWriterLock()
-        lock.unlockExclusive()
+        storeReference._withUnsafeGuaranteedRef { store in
+            store.publishView()
+            store.releaseWriterLock()
+        }
+        lockReference._withUnsafeGuaranteedRef { $0.unlockExclusive() }
     }
 
     /// Runs a point read of `key` without a lock, the way readers of other processes read:
     /// through the view the last writer of this process published, which the read checks at its
     /// end against the file's change counter. When the counter has moved past the view (a write
-    /// of this or another process changed the meta page), the view is refreshed first.
+    /// of this or another process changed the meta page), the view is refreshed first. `body`
+    /// gets the store to borrow (`lend`): a closure that would borrow it around `body` keeps the
+    /// compiler from inlining `body`.
     @inline(__always)
-    func read<R>(_ key: UnsafeRawBufferPointer, _ body: (ReadView) throws(LarderError) -> R) throws(LarderError) -> R {
+    func read<R>(_ key: UnsafeRawBufferPointer, _ body: (Unmanaged<CacheStore>, ReadView) throws(LarderError) -> R) throws(LarderError) -> R {
         // The caller's key is often not in the cache (a read of a random key's bytes costs a
         // trip to memory): its load starts now, while the view is taken, and, when the calls
         // come one after another, while the previous read still waits for its record.
         if let start = key.baseAddress { lrd_prefetch(start) }
         while true {
             try checkOpen()
-            if let view = store.publishedViewIfCurrent() {
+            if let view = storeReference._withUnsafeGuaranteedRef({ $0.publishedViewIfCurrent() }) {
                 do {
-                    return try body(view)
+                    return try body(storeReference, view)
                 } catch where error == LarderError.staleView {
                     // Fall through to the refresh.
                 }
@@ -607,6 +677,20 @@ public final class Cache: @unchecked Sendable {
             try checkOpen()
             try store.refreshView()
             store.publishView()
+        }
+    }
+}
+
+extension Unmanaged where Instance == CacheStore {
+    /// Lends the store to `body` borrowed: no retain, no release (`Cache.storeReference`).
+    @inline(__always)
+    func lend<R>(_ body: (CacheStore) throws(LarderError) -> R) throws(LarderError) -> R {
+        // `body` itself, not a closure around it: the compiler then inlines it.
+        do {
+            return try _withUnsafeGuaranteedRef(body)
+        } catch {
+            // What `body` threw: a `LarderError`.
+            throw error as! LarderError
         }
     }
 }

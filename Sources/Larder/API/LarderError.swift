@@ -35,6 +35,9 @@ public struct LarderError: Error, Equatable, Sendable, CustomStringConvertible {
         /// kept changing what a read looked at for over 5 s; or `withValue` calls lend out records
         /// all round the cache, so a write found no room (it may succeed once they return).
         public static let busy = Code(rawValue: -10)
+        /// The cache is suspended (``Cache/suspend()``): it holds no lock on its file until
+        /// ``Cache/resume()``.
+        public static let suspended = Code(rawValue: -11)
 
         /// The code in a few words: "invalid argument", "disk full", ...
         ///
@@ -51,6 +54,7 @@ public struct LarderError: Error, Equatable, Sendable, CustomStringConvertible {
             case .full: "disk full"
             case .closed: "closed"
             case .busy: "busy"
+            case .suspended: "suspended"
             default: "error \(rawValue)"
             }
         }

@@ -113,6 +113,12 @@ public struct TypedCache<Key, Value>: Sendable {
         cache.contains(storedKey(for: key))
     }
 
+    /// What the file holds for `key` (see ``Cache/entryDetails(forKey:)``); nil when the key is
+    /// missing or expired.
+    public func entryDetails(forKey key: Key) throws(LarderError) -> EntryDetails? {
+        try cache.entryDetails(forKey: storedKey(for: key))
+    }
+
     /// Removes every value of this view (every key with its prefix) from the file and memory.
     ///
     /// - Returns: How many live entries the file had.

@@ -414,12 +414,21 @@ extension CacheStore {
 
     /// Reader: whether a live, unexpired entry exists for `key` (no checksum, no statistics).
     func contains(key: UnsafeRawBufferPointer, in view: ReadView) throws(LarderError) -> Bool {
+        try liveHeader(forKey: key, in: view) != nil
+    }
+
+    /// Reader: the header of `key`'s live, unexpired entry and its access bit, as they were at
+    /// one moment during the call; nil when there is none. Reads no value byte, counts nothing
+    /// and sets no access bit.
+    func liveHeader(forKey key: UnsafeRawBufferPointer, in view: ReadView) throws(LarderError) -> (header: RecordHeader, wasRead: Bool)? {
         try validateKey(key)
         var retry = Retry()
         while true {
-            guard let found = try find(key, in: view, valueFollows: false, retry: &retry) else { return false }
+            guard let found = try find(key, in: view, valueFollows: false, retry: &retry) else { return nil }
             let expired = found.header.isExpiredNow
-            if isUnchanged(found, in: view) { return !expired }
+            // Before the re-check, which then vouches for it as for the header.
+            let wasRead = UInt64(littleEndian: lrd_load_acquire_u64(view.base + found.offset)) & RecordHeader.Word0.visitedBit != 0
+            if isUnchanged(found, in: view) { return expired ? nil : (found.header, wasRead) }
             try backOff(&retry, in: view)
         }
     }
