@@ -34,6 +34,9 @@ extension Cache {
     /// file keeps (256) came before the watch could read them, it delivers
     /// ``CacheChange/Kind/resynced``: look at the keys again.
     ///
+    /// The watch lists the keys under the prefix once when it starts (it names the keys of
+    /// removals by them), and again after a resync: work and memory proportional to those keys.
+    ///
     /// - Throws: `.closed` when the cache is closed.
     public func changes(forKeysWithPrefix prefix: some CacheKey) throws(LarderError) -> AsyncStream<CacheChange> {
         try watch(.prefix(prefix.withCacheKeyBytes { Data($0) }))
