@@ -370,6 +370,44 @@ int larder_entry_info(larder *db, const void *key, size_t key_len, struct larder
 typedef int (*larder_foreach_fn)(void *ctx, const void *key, size_t key_len, size_t value_len);
 int larder_foreach(larder *db, larder_foreach_fn fn, void *ctx);
 
+/* ---- Watching ------------------------------------------------------------------------------ */
+
+/* Every process that changes the file, through this API, Swift or the larder tool, records each
+ * change in the file: the key's hash and what happened. A program keeps a cursor (where it has
+ * read up to), sleeps in larder_wait_change until the file changes, and reads what changed with
+ * larder_read_changes. The file keeps the last 256 changes: a reader that falls further behind
+ * gets LARDER_CHANGE_LOST and looks at the keys it cares about again. */
+#define LARDER_CHANGE_STORED 1  /* a value was stored for the key */
+#define LARDER_CHANGE_REMOVED 2 /* a caller removed it (delete, prefix, age) */
+#define LARDER_CHANGE_EVICTED 3 /* dropped to make room, or by a trim */
+#define LARDER_CHANGE_EXPIRED 4 /* dropped because its time was up */
+#define LARDER_CHANGE_CLEARED 5 /* every entry went (larder_clear); key_hash is 0 */
+#define LARDER_CHANGE_LOST 6    /* changes were lost (too many, or the file was rebuilt); key_hash is 0 */
+
+typedef struct larder_change {
+    uint64_t key_hash; /* larder_key_hash of the key changed */
+    uint32_t kind;     /* LARDER_CHANGE_... */
+    uint32_t reserved;
+} larder_change;
+
+/* The hash a change of `key` carries: compare it with larder_change.key_hash. Two keys may share
+ * one (rarely: 61 bits); look the key up to be sure. 0 for a NULL key. */
+uint64_t larder_key_hash(const void *key, size_t key_len);
+
+/* The cursor of changes from now on, in *cursor. */
+int larder_change_cursor(larder *db, uint64_t *cursor);
+
+/* Blocks the calling thread until the file has changed since `cursor` (LARDER_OK), or until
+ * timeout_ms milliseconds have passed (LARDER_NOT_FOUND). It sleeps in the kernel (a futex on
+ * Linux) and wakes within microseconds of a write by any process; a read-only handle looks every
+ * 20 ms. Does not move the cursor: read the changes with larder_read_changes. */
+int larder_wait_change(larder *db, uint64_t cursor, uint32_t timeout_ms);
+
+/* Writes up to `capacity` changes after *cursor into changes[], oldest first, their number into
+ * *count (0 when there are none), and moves *cursor past them. When the file no longer holds
+ * them all, one change of kind LARDER_CHANGE_LOST, and *cursor moves to now. */
+int larder_read_changes(larder *db, uint64_t *cursor, larder_change *changes, size_t capacity, size_t *count);
+
 /* ---- Errors and version -------------------------------------------------------------------- */
 
 /* A static description of a status code. */

@@ -22,7 +22,7 @@ struct LarderCommand: ParsableCommand {
             """,
         version: "\(Cache.versionString)",
         subcommands: [Info.self, Dump.self, Entry.self, Get.self, Put.self, Delete.self, Clear.self, Trim.self,
-                      Verify.self, Recover.self, Compact.self]
+                      Verify.self, Recover.self, Compact.self, Watch.self]
     )
 
     /// Checks what the parser cannot see before it runs: an argument that is not UTF-8 would

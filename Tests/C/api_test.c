@@ -977,6 +977,53 @@ static void test_threads(void) {
     larder_close(db);
 }
 
+/* Watching: a child process writes; the parent sleeps in larder_wait_change, then reads what
+ * changed by key hash. A wait with nothing to wait for times out; a reader far behind is told
+ * that changes were lost. */
+static void test_watching(void) {
+    char path[512];
+    path_for(path, sizeof path, "watch.larder");
+    larder *db = open_fresh("watch.larder", NULL);
+    uint64_t cursor = 0;
+    CHECK(larder_change_cursor(db, &cursor) == LARDER_OK);
+    CHECK(larder_wait_change(db, cursor, 1) == LARDER_NOT_FOUND);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t child = fork();
+    if (child == 0) {
+        larder *own = NULL;
+        int failures = larder_open(path, NULL, &own) != LARDER_OK;
+        if (!failures) {
+            failures |= larder_put(own, "w", 1, "1", 1, 0) != LARDER_OK;
+            failures |= larder_delete(own, "w", 1) != LARDER_OK;
+            failures |= larder_close(own) != LARDER_OK;
+        }
+        _exit(failures);
+    }
+    CHECK(child > 0);
+    larder_change changes[4];
+    size_t count = 0, seen = 0;
+    uint32_t kinds[2] = {0, 0};
+    while (seen < 2 && larder_wait_change(db, cursor, 10000) == LARDER_OK) {
+        CHECK(larder_read_changes(db, &cursor, changes, 4, &count) == LARDER_OK);
+        for (size_t i = 0; i < count && seen < 2; i++) {
+            CHECK(changes[i].key_hash == larder_key_hash("w", 1));
+            kinds[seen++] = changes[i].kind;
+        }
+    }
+    CHECK(kinds[0] == LARDER_CHANGE_STORED && kinds[1] == LARDER_CHANGE_REMOVED);
+    int status = -1;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    uint64_t behind = cursor;
+    for (int i = 0; i < 300; i++) CHECK(larder_put(db, "many", 4, "x", 1, 0) == LARDER_OK);
+    CHECK(larder_read_changes(db, &behind, changes, 4, &count) == LARDER_OK);
+    CHECK(count == 1 && changes[0].kind == LARDER_CHANGE_LOST);
+    CHECK(larder_read_changes(db, &behind, changes, 4, &count) == LARDER_OK && count == 0);
+    CHECK(larder_read_changes(db, NULL, changes, 4, &count) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_change_cursor(NULL, &cursor) == LARDER_INVALID_ARGUMENT);
+    larder_close(db);
+}
+
 int main(void) {
     const char *base = getenv("TMPDIR");
     snprintf(directory, sizeof directory, "%s/larder-c-test-XXXXXX", base ? base : "/tmp");
@@ -1005,6 +1052,7 @@ int main(void) {
     test_strings();
     test_reopen();
     test_threads();
+    test_watching();
 
     char command[600];
     snprintf(command, sizeof command, "rm -rf '%s'", directory);

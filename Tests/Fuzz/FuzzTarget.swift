@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Inspection) import Larder
+@_spi(Inspection) @_spi(Changes) import Larder
 
 // The coverage-guided fuzz target (libFuzzer): every input is a cache file. The inspector behind
 // `larder info`, `verify`, `dump` and `get` reads it as found; a read-only handle reads it; then
@@ -73,6 +73,13 @@ private func exercise(_ file: [UInt8]) -> [String] {
     // A small capacity keeps a hostile meta page from making the file grow far.
     guard let cache = try? Cache(path: path, options: .init(capacity: .kilobytes(256))) else { return broken }
     let keys = readAround(cache)
+    // The change ring is read as watchers read it: from the start, from now, from the future.
+    if let now = try? cache.changeCursor {
+        for start in [0, now &- 300, now &- 3, now, now &+ 7] {
+            var cursor = start
+            _ = try? cache.readChanges(since: &cursor, limit: 512)
+        }
+    }
     for index in 0..<8 {
         let value = Data(repeating: UInt8(index), count: 100 * index)
         guard (try? cache.set(value, forKey: "fuzz-\(index)")) != nil else { continue }

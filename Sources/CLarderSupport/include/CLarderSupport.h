@@ -137,6 +137,15 @@ static inline void lrd_spin_pause(void) {
 #endif
 }
 
+/* Waiting for a 32-bit word of shared memory (a file mapping other processes share) to change:
+ * a futex on Linux, the kernel's shared compare-and-wait on Apple platforms, a short sleep
+ * elsewhere. lrd_wait_word returns at once unless the word holds `expected`; then it sleeps
+ * until lrd_wake_word is called on the word, or `timeout_ms` passes, or a signal comes. Returns
+ * 0 (woken, changed or interrupted: look again), 1 (timed out) or a negated errno. Works on a
+ * read-only mapping. lrd_wake_word wakes every waiter of every process. */
+int lrd_wait_word(const void *word, uint32_t expected, uint32_t timeout_ms);
+void lrd_wake_word(const void *word);
+
 /* Advisory byte-range lock on `fd` covering [start, start + 1).
  * Linux: open-file-description locks (F_OFD_SETLK), owned by the descriptor,
  * released when it closes or the process dies; or, when `process_owned` is set (tests run Apple

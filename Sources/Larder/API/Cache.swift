@@ -575,7 +575,7 @@ public final class Cache: @unchecked Sendable {
         BorrowMarker.isBorrowed(BorrowMarker.mark(of: self))
     }
 
-    private func checkOpen() throws(LarderError) {
+    func checkOpen() throws(LarderError) {
         if isClosed { throw unusableError() }
     }
 

@@ -28,9 +28,11 @@ extension CacheStore {
         let replaced = lookupToReplace(key, hash: hash)
         if let replaced, let room = roomInPlace(of: replaced, for: entry, size: size),
            rewrite(replaced, in: room, with: entry) {
+            changes.append(hash: hash.value, kind: .stored)
             return
         }
         try place(entry, size: size, hash: hash, replacing: replaced)
+        changes.append(hash: hash.value, kind: .stored)
     }
 
     /// Places `entry`, a record of `size` bytes (LZ4's bound when compressing), where the ring
@@ -251,11 +253,14 @@ extension CacheStore {
     }
 
     /// Removes the entry for `key`. Returns whether there was a live, unexpired one.
+    @inline(__always)
     func remove(key: UnsafeRawBufferPointer) throws(LarderError) -> Bool {
         try validateKey(key)
-        guard let found = lookup(key, hash: KeyHash(key)) else { return false }
+        let hash = KeyHash(key)
+        guard let found = lookup(key, hash: hash) else { return false }
         let expired = found.header.isExpiredNow
         removeEntry(found, counter: expired ? .expirations : .removals)
+        changes.append(hash: hash.value, kind: expired ? .expired : .removed)
         rememberDeadRoom(at: found.offset, header: found.header)
         return !expired
     }
@@ -287,6 +292,7 @@ extension CacheStore {
         state.liveRecordBytes = 0
         state.spanBytes = 0
         state.tail = state.head
+        changes.append(hash: 0, kind: .cleared)
         return removed
     }
 }

@@ -66,6 +66,8 @@ final class CacheStore {
     /// What the ring allocator derives from `meta`, kept up to date with it.
     var layout: RingLayout { allocator.value.layout }
     let state: SharedState
+    /// The change ring, for watchers of every process (FORMAT.md 3.3).
+    let changes: ChangeRing
     /// The index tables as this process has them (Index/CacheIndex.swift). Replaced whole, never
     /// changed in place: every access is then instantaneous, and the optimizer drops its
     /// run-time exclusivity checks.
@@ -115,6 +117,7 @@ final class CacheStore {
         self.isReadOnly = readOnly
         self.pageWarmer = PageWarmer.warming(file)
         self.state = SharedState(file: file, pageSize: meta.pageSize)
+        self.changes = ChangeRing(file: file, pageSize: meta.pageSize)
         self.forkGeneration = lrd_watch_forks()
         self.readers = ReaderTable(state: state, pageSize: meta.pageSize, processID: UInt64(SystemCall.processID()),
                                    tag: file.mappingTag)
@@ -408,6 +411,7 @@ final class CacheStore {
         let rc = lrd_writer_lock_init(state.writerLockArea)
         if rc != 0 { throw SystemCall.error("initialize the writer lock", errno: rc).at(path) }
         readers.clear()
+        changes.forgetWatchers()
     }
 
     /// What the two meta copies of a file say.
@@ -497,6 +501,8 @@ final class CacheStore {
     ///   the older copy, which recovery copes with (a smaller ring, an index it re-creates).
     func writeMeta(durable: Bool = false) throws(LarderError) {
         meta.sequence += 1
+        // This writer keeps the change ring: older writers, which do not, may only read from now on.
+        meta.writeVersion = max(meta.writeVersion, FileLayout.formatVersion)
         let page = Int(meta.sequence % UInt64(FileLayout.metaPageCount))
         meta.encode(into: file.mutableBytes(at: page * pageSize, count: Meta.encodedSize))
         if durable { try file.flush(page * pageSize, pageSize) }

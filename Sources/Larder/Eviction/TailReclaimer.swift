@@ -190,8 +190,12 @@ extension CacheStore {
     /// Takes the live entry at `offset` out of the index and the counts, and marks it dead.
     func removeEntry(at offset: Int, header: RecordHeader, counter: SharedState.Counter) {
         let key = file.bytes(at: offset + RecordHeader.size, count: header.keyLength)
-        let removed = removeFromIndex(HashTable.slot(tag: KeyHash(key).tag, offset: offset))
+        let hash = KeyHash(key)
+        let removed = removeFromIndex(HashTable.slot(tag: hash.tag, offset: offset))
         retire(at: offset, header: header, counting: removed ? counter : nil)
+        if removed {
+            changes.append(hash: hash.value, kind: counter == .evictions ? .evicted : counter == .expirations ? .expired : .removed)
+        }
     }
 
     /// Removes the entry a lookup just found, whose slot is known: no hashing, no search.

@@ -24,7 +24,7 @@ enum FileLayout {
 
     /// The format this code writes. A file whose read version is newer is refused; a file whose
     /// write version is newer (but read version is not) is opened read-only.
-    static let formatVersion: UInt32 = 1
+    static let formatVersion: UInt32 = 2
     static let readVersion: UInt32 = 1
 
     static let minimumPageSize = 4096

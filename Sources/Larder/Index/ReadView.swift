@@ -182,6 +182,25 @@ struct ReadView {
         return header
     }
 
+    /// The keys of the live entries whose hash (`KeyHash.value`) has the bits of `hashBits`
+    /// above the low 3: how a watcher names the key of a change the change ring gives by hash
+    /// (FORMAT.md 3.3). Each key is checked against the hash after it is copied, so a record
+    /// written over meanwhile yields nothing.
+    func liveKeys(hashedAs hashBits: UInt64) -> [[UInt8]] {
+        let tag = UInt32(truncatingIfNeeded: hashBits >> 36)
+        var keys: [[UInt8]] = []
+        for table in [active] + (draining.map { [$0] } ?? []) {
+            _ = table.find(tag: tag) { offset in
+                if let header = entryHeader(at: offset) {
+                    let key = [UInt8](UnsafeRawBufferPointer(start: base + offset + RecordHeader.size, count: header.keyLength))
+                    if key.withUnsafeBytes({ KeyHash($0).value }) & ~7 == hashBits, !keys.contains(key) { keys.append(key) }
+                }
+                return false
+            }
+        }
+        return keys
+    }
+
     /// The stored bytes of the entry `found` (its key is before them).
     @inline(__always)
     func storedValue(of found: CacheStore.FoundEntry) -> UnsafeRawBufferPointer {

@@ -26,6 +26,8 @@ extension CacheStore {
         defer {
             state.endIndexChange()
             isRebuilding = false
+            // Any entry may have changed: watchers look at the cache itself.
+            changes.append(hash: 0, kind: .rebuilt)
         }
         let counters = state.isFormatted ? SharedState.Counter.allCases.map { state.counter($0) } : nil
         // Numbers handed out before stay handed out, even those of records lost since: a reader

@@ -196,3 +196,32 @@ extension DamagedFileTests {
         try expectOnlyValidValues(cache)
     }
 }
+
+/// The change ring (FORMAT.md 3.3) is never trusted: garbage in its slots and a change number
+/// that jumps about cost a watcher a look at the cache, never a wrong key or a wait for ever.
+extension DamagedFileTests {
+    @Test(.failsIfItHangs) func aDamagedChangeRingIsIgnoredByWatches() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set([1], forKey: "k")
+        let store = cache.entry.store
+        let ring = store.changes
+        let watched = WatchingTests.collect(try cache.changes(forKey: "k")) { $0.last == CacheChange(.removed, key: Data("k".utf8)) }
+        let everything = WatchingTests.collect(try cache.changes()) { $0.contains { $0.kind == .resynced } }
+        // Slots of every kind, 0 and 7 among them, then the number moved far ahead.
+        let slots = store.file.mutableBytes(at: store.pageSize + ChangeRing.slotsPageOffset, count: ChangeRing.slotCount * 8)
+        for slot in 0..<ChangeRing.slotCount {
+            slots.storeBytes(of: UInt64(slot) &* 0x9E37_79B9_7F4A_7C15 | UInt64(slot & 7), toByteOffset: slot * 8, as: UInt64.self)
+        }
+        let state = store.file.mutableBytes(at: 2 * store.pageSize, count: store.pageSize)
+        state.storeBytes(of: ring.nextNumber &+ 100_000, toByteOffset: ChangeRing.numberField, as: UInt64.self)
+        ring.wakeWatchers()
+        guard case .lost = ring.changes(since: 0) else {
+            Issue.record("a stretch of garbage was read as changes")
+            return
+        }
+        #expect(await everything.value.last == CacheChange(.resynced, key: nil))
+        _ = try cache.removeValue(forKey: "k")
+        #expect(await watched.value.last == CacheChange(.removed, key: Data("k".utf8)))
+    }
+}
