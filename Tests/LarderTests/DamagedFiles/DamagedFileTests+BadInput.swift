@@ -21,6 +21,7 @@ extension DamagedFileTests {
             "LARDER_INVALID_ARGUMENT": .invalidArgument, "LARDER_TOO_LARGE": .tooLarge, "LARDER_IO": .io,
             "LARDER_CORRUPT": .corrupt, "LARDER_INCOMPATIBLE": .incompatible, "LARDER_READ_ONLY": .readOnly,
             "LARDER_NO_MEMORY": .noMemory, "LARDER_FULL": .full, "LARDER_CLOSED": .closed, "LARDER_BUSY": .busy,
+            "LARDER_SUSPENDED": .suspended,
         ]
         // The error statuses are the negative ones; OK, NOT_FOUND and BUFFER_TOO_SMALL are answers.
         #expect(Set(defined.filter { $0.value < 0 }.keys) == Set(codes.keys))
