@@ -45,7 +45,8 @@ public func larderOptionsInitSized(_ opts: UnsafeMutablePointer<larder_options>?
     raw.initializeMemory(as: UInt8.self, repeating: 0, count: size)
     var defaults = larder_options(
         struct_size: UInt32(size), flags: 0, capacity_bytes: 0, page_size: 0,
-        compression: LARDER_COMPRESSION_NONE, default_ttl_ms: 0, file_mode: 0, compression_threshold: 0)
+        compression: LARDER_COMPRESSION_NONE, default_ttl_ms: 0, file_mode: 0, compression_threshold: 0,
+        count_limit: 0, max_age_ms: 0, sweep_interval_ms: 0)
     withUnsafeBytes(of: &defaults) { raw.copyMemory(from: $0.baseAddress!, byteCount: min(size, $0.count)) }
 }
 

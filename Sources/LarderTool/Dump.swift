@@ -121,7 +121,7 @@ extension LarderCommand {
             line.add("record_size", entry.recordSize)
             line.add("compressed", entry.isCompressed)
             line.add("expires_at", entry.expiresAt == 0 ? nil : entry.expiresAt)
-            line.add("expired", entry.isExpired(now: TimeFormat.nowMilliseconds()))
+            line.add("expired", entry.isExpired(now: TimeFormat.nowMilliseconds(), maximumAge: inspector.summary.maximumAge))
             line.add("stored_at", entry.storedAt)
             line.add("read", entry.wasRead)
             line.add("sequence", entry.sequence)

@@ -43,9 +43,11 @@ struct InspectionCommandTests {
         let run = try Larder.expect(["info", path])
         #expect(masked(run.stdout) == """
             file          \(path)
-            format        version 1 (readers need version 1)
+            format        version 2 (readers need version 1)
             page size     4 KiB
             capacity      256 KiB
+            count limit   none
+            maximum age   none
             file size     256 KiB (262144 bytes)
             created       T
             state         clean

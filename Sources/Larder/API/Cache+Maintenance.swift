@@ -20,7 +20,7 @@ extension Cache {
     public func removeExpired() throws(LarderError) -> Int {
         let now = SystemCall.nowMilliseconds()
         return try write { () throws(LarderError) in
-            store.removeEntries(counting: .expirations) { _, header in header.isExpired(now: now) }.expired
+            store.removeEntries(counting: .expirations) { _, header in header.isExpired(now: now, maximumAge: store.maximumAge) }.expired
         }
     }
 

@@ -48,6 +48,18 @@ public final class Cache: @unchecked Sendable {
         /// (default ``MemoryLimits/default``: 64 MiB, 10,000 objects); `nil` keeps none. Limits
         /// of 0 or less are refused (`.invalidArgument`) when the cache opens.
         public var memory: MemoryLimits?
+        /// The most entries the file holds, kept by every process on every write. `nil` keeps the
+        /// file's (none for a new file), `Int.max` removes it; it is changed as the maximum age is.
+        /// 0 or less is refused (`.invalidArgument`).
+        public var countLimit: Int?
+        /// Seconds after it is stored that an entry counts as expired, in every process. `nil` keeps
+        /// the file's, `.infinity` removes it; another value changes it when no other read-write
+        /// handle has the file open (docs/GUIDE.md). 0 or less, or NaN, is refused.
+        public var maximumAge: TimeInterval?
+        /// Seconds between sweeps that remove expired and over-age entries in the background, a
+        /// few at a time, while the cache is open. `nil` runs none; 0 or less, NaN or infinity is
+        /// refused.
+        public var sweepInterval: TimeInterval?
 
         /// Options for opening a cache; every one has a default.
         ///
@@ -56,7 +68,8 @@ public final class Cache: @unchecked Sendable {
         public init(capacity: ByteCount? = nil, pageSize: Int = 4096, defaultExpiry: Expiry = .never,
                     readOnly: Bool = false, permissions: UInt16 = 0o600,
                     compression: Compression = .none, compressionThreshold: Int = 128,
-                    coder: any CacheCoder = JSONCacheCoder(), memory: MemoryLimits? = .default) {
+                    coder: any CacheCoder = JSONCacheCoder(), memory: MemoryLimits? = .default,
+                    countLimit: Int? = nil, maximumAge: TimeInterval? = nil, sweepInterval: TimeInterval? = nil) {
             self.capacity = capacity
             self.pageSize = pageSize
             self.defaultExpiry = defaultExpiry
@@ -66,6 +79,9 @@ public final class Cache: @unchecked Sendable {
             self.compressionThreshold = compressionThreshold
             self.coder = coder
             self.memory = memory
+            self.countLimit = countLimit
+            self.maximumAge = maximumAge
+            self.sweepInterval = sweepInterval
         }
     }
 
@@ -116,11 +132,13 @@ public final class Cache: @unchecked Sendable {
         if let limits = options.memory, limits.cost.bytes <= 0 || limits.count <= 0 {
             throw LarderError(.invalidArgument, "memory limits must be positive (cost \(limits.cost.bytes) bytes, count \(limits.count))", path: path)
         }
+        let limits = try StandingLimits(options, path: path)
         memory = options.memory.map(MemoryTier.init(limits:))
         defaultCoderType = ObjectIdentifier(type(of: options.coder))
         entry = try OpenFileRegistry.shared.open(path: path, configuration: .init(
             capacity: options.capacity?.bytes, pageSize: options.pageSize,
-            readOnly: options.readOnly, permissions: options.permissions))
+            readOnly: options.readOnly, permissions: options.permissions,
+            countLimit: limits.count, maximumAge: limits.maximumAge))
         lock = entry.lock
         store = entry.store
         openGeneration.store(store.forkGeneration)
@@ -129,7 +147,9 @@ public final class Cache: @unchecked Sendable {
     deinit {
         if store.isInheritedAcrossFork {
             store.releaseInheritedDescriptor()
-        } else if !isClosed {
+            return
+        }
+        if !isClosed {
             try? OpenFileRegistry.shared.release(entry)
         }
     }
@@ -403,6 +423,12 @@ public final class Cache: @unchecked Sendable {
 
     /// The most bytes the file may take.
     public var capacity: Int { lock.withReadLock { store.capacity } }
+
+    /// The file's standing count limit, or nil for none, as the last open that set it left it.
+    public var countLimit: Int? { inspect(orElse: nil) { $0.meta.countLimit == 0 ? nil : Int(clamping: $0.meta.countLimit) } }
+
+    /// The file's standing maximum age in seconds, or nil for none.
+    public var maximumAge: TimeInterval? { inspect(orElse: nil) { $0.maximumAge == 0 ? nil : Double($0.maximumAge) / 1000 } }
 
     /// Counters and sizes, read together: no write of this process comes between them (another
     /// process's may). The sizes are 0 for a closed cache.

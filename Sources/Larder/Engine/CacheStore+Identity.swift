@@ -43,7 +43,7 @@ extension CacheStore {
             if state.changeCounter != view.changeCounter { throw LarderError.staleView }
             return epoch & 1 == 0 && state.indexEpoch == epoch ? .absent : .unsettled
         }
-        let expired = found.header.isExpiredNow
+        let expired = found.header.isExpiredNow(maximumAge: view.maximumAge)
         guard isUnchanged(found, in: view) else {
             if state.changeCounter != view.changeCounter { throw LarderError.staleView }
             return .unsettled

@@ -234,7 +234,7 @@ extension CacheStore {
         case .unsettled: return .unsettled
         }
         let header = found.header
-        guard !header.isCompressed, includingExpired || !header.isExpiredNow, let target = destination(header.rawLength),
+        guard !header.isCompressed, includingExpired ? view.maximumAge == 0 : !header.isExpiredNow(maximumAge: view.maximumAge), let target = destination(header.rawLength),
               target.count >= header.storedLength else { return .unsettled }
         let checksum = view.copyStoredValue(of: found, key: key, to: target.baseAddress)
         guard isUnchanged(found, in: view), checksum == header.dataChecksum else { return .unsettled }
@@ -254,7 +254,9 @@ extension CacheStore {
         while true {
             guard let found = try findCountingMiss(key, in: view, retry: &retry) else { return nil }
             let header = found.header
-            if !includingExpired && header.isExpiredNow {
+            // An entry past the file's maximum age is not returned even as a stale copy.
+            if header.isExpiredNow(maximumAge: view.maximumAge)
+                && (!includingExpired || header.isOverAge(now: SystemCall.nowMilliseconds(), maximumAge: view.maximumAge)) {
                 guard isUnchanged(found, in: view) else { try backOff(&retry, in: view); continue }
                 countMiss()
                 return nil
@@ -308,7 +310,7 @@ extension CacheStore {
             }
             defer { unpin(slot) }
             guard isUnchanged(found, in: view) else { try backOff(&retry, in: view); continue }
-            if header.isExpiredNow {
+            if header.isExpiredNow(maximumAge: view.maximumAge) {
                 countMiss()
                 return false
             }
@@ -386,7 +388,7 @@ extension CacheStore {
         var retry = Retry()
         while true {
             guard let found = try find(key, in: view, valueFollows: false, retry: &retry) else { return false }
-            let expired = found.header.isExpiredNow
+            let expired = found.header.isExpiredNow(maximumAge: view.maximumAge)
             if isUnchanged(found, in: view) { return !expired }
             try backOff(&retry, in: view)
         }

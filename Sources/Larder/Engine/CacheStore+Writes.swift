@@ -30,6 +30,8 @@ extension CacheStore {
            rewrite(replaced, in: room, with: entry) {
             return
         }
+        // A new key in a file at its standing count limit (none: one compare).
+        if replaced == nil && isAtCountLimit { try makeRoomInCountLimit(forPlacing: size) }
         try place(entry, size: size, hash: hash, replacing: replaced)
     }
 
@@ -254,7 +256,7 @@ extension CacheStore {
     func remove(key: UnsafeRawBufferPointer) throws(LarderError) -> Bool {
         try validateKey(key)
         guard let found = lookup(key, hash: KeyHash(key)) else { return false }
-        let expired = found.header.isExpiredNow
+        let expired = found.header.isExpiredNow(maximumAge: maximumAge)
         removeEntry(found, counter: expired ? .expirations : .removals)
         rememberDeadRoom(at: found.offset, header: found.header)
         return !expired

@@ -89,10 +89,26 @@ struct RecordHeader: Equatable {
                        : RecordHeader.size &+ storedLength
     }
 
-    func isExpired(now: UInt64) -> Bool { expiresAt != 0 && expiresAt <= now }
+    /// Whether the entry is expired at `now`: by its own expiry, or by the file's maximum age in
+    /// milliseconds (0: none; FORMAT.md 4.5). An entry stored after `now` (another clock) is not
+    /// over age.
+    func isExpired(now: UInt64, maximumAge: UInt64) -> Bool {
+        (expiresAt != 0 && expiresAt <= now) || isOverAge(now: now, maximumAge: maximumAge)
+    }
 
-    /// Reads the clock only for records that can expire.
-    var isExpiredNow: Bool { expiresAt != 0 && expiresAt <= SystemCall.nowMilliseconds() }
+    /// Whether the entry was stored `maximumAge` milliseconds or more before `now` (0: no limit).
+    func isOverAge(now: UInt64, maximumAge: UInt64) -> Bool {
+        maximumAge != 0 && storedAt <= now && now - storedAt >= maximumAge
+    }
+
+    /// `isExpired(now:maximumAge:)` now: the one check every read and write makes. An entry
+    /// without an expiry, in a file without a maximum age, is answered by one predictable
+    /// compare (as the expiry alone was), and the clock is read only for the others.
+    @inline(__always)
+    func isExpiredNow(maximumAge: UInt64) -> Bool {
+        guard expiresAt | maximumAge != 0 else { return false }
+        return isExpired(now: SystemCall.nowMilliseconds(), maximumAge: maximumAge)
+    }
 
     /// The first 8 bytes as one little-endian word. They change only as a whole (atomically), so
     /// that a reader's compare-and-swap of the access bit lands only where the word is exactly the

@@ -21,6 +21,10 @@ struct ReadView {
     let draining: HashTable?
     /// The shared state's change counter when the meta copy behind this view was taken.
     let changeCounter: UInt64
+    /// The file's maximum age in milliseconds (0: none): older entries count as expired. Set in
+    /// the views readers take (`publishView`); a writer's own lookups (`currentView`) leave it 0
+    /// and take the limit from `CacheStore.limits`, which saves their every write the copy.
+    var maximumAge: UInt64 = 0
 
     /// Finds the live entry for `key`, checking its header, bounds and key bytes (not the value's
     /// checksum: callers that hand out the value do that).

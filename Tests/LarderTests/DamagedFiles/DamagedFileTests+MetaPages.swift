@@ -32,7 +32,7 @@ extension DamagedFileTests {
         try makeCache(directory.path())
         let copies = metaCopies(try [UInt8](Data(contentsOf: URL(fileURLWithPath: directory.path()))))
         let newest = copies[0].sequence >= copies[1].sequence ? 0 : 1
-        try rewriteMeta(directory.path(), copy: newest) { $0.readVersion = 2; $0.writeVersion = 2 }
+        try rewriteMeta(directory.path(), copy: newest) { $0.readVersion = FileLayout.formatVersion + 1; $0.writeVersion = FileLayout.formatVersion + 1 }
         expectError(.incompatible, opening: directory.path())
         #expect(throws: LarderError.self) { try FileInspector(path: directory.path()) }
     }
@@ -40,7 +40,7 @@ extension DamagedFileTests {
     @Test func aFileWrittenByANewerCompatibleWriterOpensReadOnly() throws {
         let directory = TemporaryDirectory()
         try makeCache(directory.path())
-        for copy in 0..<2 { try rewriteMeta(directory.path(), copy: copy) { $0.writeVersion = 2 } }
+        for copy in 0..<2 { try rewriteMeta(directory.path(), copy: copy) { $0.writeVersion = FileLayout.formatVersion + 1 } }
         let cache = try Cache(path: directory.path())
         #expect(try cache.bytes(forKey: "k3").flatMap { VersionedValue.check($0, key: 3) } == 1)
         let refusal = #expect(throws: LarderError.self) { try cache.set([1], forKey: "x") }
@@ -80,7 +80,7 @@ extension DamagedFileTests {
     /// the older copy (what the newer writer wrote since would be misread); one naming pages past
     /// the end of the file, which no writer leaves, is damage. Before, it took either, and its
     /// next access to the index they named, past the file's end, was `SIGBUS` (found by review).
-    @Test(arguments: [(readVersion: UInt32(2), refusal: LarderError.Code.incompatible), (readVersion: UInt32(1), refusal: .corrupt)])
+    @Test(arguments: [(readVersion: FileLayout.formatVersion + 1, refusal: LarderError.Code.incompatible), (readVersion: UInt32(1), refusal: .corrupt)])
     func aViewTakenUpAgainIgnoresMetaCopiesItCouldNotOpenWith(readVersion: UInt32, refusal: LarderError.Code) throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
