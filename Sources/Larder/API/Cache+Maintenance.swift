@@ -90,3 +90,14 @@ extension Cache {
         }
     }
 }
+
+extension Cache {
+    /// The most index slots one step of the sweep looks at.
+    @_spi(Inspection) public static let sweepStepSlots = CacheStore.sweepStepSlots
+
+    /// One step of the automatic sweep from `cursor`, as a write: the next cursor, or nil when
+    /// the pass is over or the cache cannot be written (closed, say). Public for the benchmark.
+    @_spi(Inspection) public func sweepStep(from cursor: Int) -> Int? {
+        try? write { () throws(LarderError) in store.sweepStep(from: cursor) }.next
+    }
+}

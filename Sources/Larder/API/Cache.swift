@@ -116,6 +116,8 @@ public final class Cache: @unchecked Sendable {
     /// forked after the open sees another count, so the handle is closed there too: one compare
     /// a call. Set under the exclusive lock, read without it.
     private let openGeneration = AtomicWord()
+    /// The automatic sweep's thread (`options.sweepInterval`); nil for none.
+    private(set) var sweeper: Sweeper?
     private var isClosed: Bool { openGeneration.load() != lrd_fork_generation() }
 
     /// Opens the cache file at `path`, creating it if needed. A file that was not closed cleanly
@@ -142,6 +144,9 @@ public final class Cache: @unchecked Sendable {
         lock = entry.lock
         store = entry.store
         openGeneration.store(store.forkGeneration)
+        if let interval = limits.sweepInterval, !store.isReadOnly {
+            sweeper = Sweeper(intervalMilliseconds: interval) { [weak self] cursor in self?.sweepStep(from: cursor) }
+        }
     }
 
     deinit {
@@ -149,6 +154,7 @@ public final class Cache: @unchecked Sendable {
             store.releaseInheritedDescriptor()
             return
         }
+        sweeper?.stop()
         if !isClosed {
             try? OpenFileRegistry.shared.release(entry)
         }
@@ -505,6 +511,8 @@ public final class Cache: @unchecked Sendable {
         if isBorrowedByThisThread || BorrowMarker.isBorrowed(BorrowMarker.mark(of: self, for: .listing)) {
             throw LarderError(.invalidArgument, "cannot close the cache from inside its withValue(forKey:_:) or forEachEntry on the same thread", path: path)
         }
+        // Outside the lock, which each step takes: the step under way ends first.
+        sweeper?.stop()
         let wasOpen = lock.withWriteLock {
             defer { openGeneration.store(.max) }
             return !isClosed
