@@ -148,6 +148,15 @@ int larder_close(larder *db);
 int larder_put(larder *db, const void *key, size_t key_len,
                const void *value, size_t value_len, uint64_t ttl_ms);
 
+/* As larder_put, with an expiry that reads push back: the entry expires window_ms milliseconds
+ * after it was last read (larder_get, larder_get_alloc, larder_with_value, of any process with a
+ * read-write handle) or stored. Reads take no lock for it: each moves a counter in the record's
+ * header, in steps of an eighth of the window, up to 127 steps (so about 16 windows past the put;
+ * a put of the key starts afresh). LARDER_INVALID_ARGUMENT for a window_ms of 0 or of 2^63 and
+ * more. */
+int larder_put_sliding(larder *db, const void *key, size_t key_len,
+                       const void *value, size_t value_len, uint64_t window_ms);
+
 /* One entry of larder_put_many: what to store and, filled in, what came of it. */
 typedef struct larder_put_request {
     const void *key;   /* in: the key, key_len bytes */

@@ -99,6 +99,17 @@ public func larderPut(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPoint
     withCache(db) { cache in try put(in: cache, key, keyLength, value, valueLength, ttl) }
 }
 
+@c(larder_put_sliding)
+public func larderPutSliding(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t,
+                             _ value: UnsafeRawPointer?, _ valueLength: size_t, _ window: UInt64) -> Int32 {
+    withCache(db) { cache in
+        guard window != 0, window < 1 << 63 else { return Status.invalid("window_ms is \(window)") }
+        let write = try Arguments.write(key: key, keyLength, value: value, valueLength).get()
+        try cache.set(write.value, forKey: write.key, expiry: .sliding(Double(window) / 1000))
+        return Status.ok
+    }
+}
+
 @c(larder_put_many)
 public func larderPutMany(_ db: UnsafeMutablePointer<larder>?, _ requests: UnsafeMutablePointer<larder_put_request>?,
                           _ count: size_t) -> Int32 {

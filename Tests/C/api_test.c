@@ -396,6 +396,12 @@ static void test_open_errors_and_options(void) {
     CHECK(larder_open(path, &opts, &db) == LARDER_OK && db != NULL);
     CHECK(larder_put(db, "d", 1, "4", 1, 0) == LARDER_OK);
     CHECK(larder_stats(db, &limited) == LARDER_OK && limited.entries == 3);
+    /* A sliding expiry: a window of 0 is refused, any other is stored and read. */
+    CHECK(larder_put_sliding(db, "s", 1, "5", 1, 0) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_put_sliding(db, "s", 1, "5", 1, 60000) == LARDER_OK);
+    char slid[4];
+    size_t slid_len = 0;
+    CHECK(larder_get(db, "s", 1, slid, sizeof slid, &slid_len) == LARDER_OK && slid_len == 1 && slid[0] == '5');
     CHECK(larder_close(db) == LARDER_OK);
     unlink(path);
 

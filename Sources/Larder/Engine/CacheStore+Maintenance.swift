@@ -37,6 +37,8 @@ extension CacheStore {
         for offset in chosen {
             guard let header = entryHeader(at: offset) else { continue }
             let expired = header.isExpired(now: now, maximumAge: maximumAge)
+            // Removing the expired: a sliding entry a read pushed back since it was chosen stays.
+            if counter == .expirations && !(expired && claimExpired(at: offset, header: header)) { continue }
             removeEntry(at: offset, header: header, counter: expired ? .expirations : counter)
             rememberDeadRoom(at: offset, header: header)
             if expired { removed.expired += 1 } else { removed.live += 1 }

@@ -165,6 +165,16 @@ extension CacheStore {
         localWords.increment(.hits)
     }
 
+    /// Reader: pushes back the expiry of a sliding entry it is about to return, before its final
+    /// re-check (FORMAT.md 4.8): if a writer marks the entry dead first, the re-check fails and
+    /// nothing is returned; if the push lands first, no writer reclaims the entry as expired.
+    /// Read-only mappings cannot push.
+    @inline(__always)
+    func pushExpiry(_ found: FoundEntry, in view: ReadView) {
+        guard found.header.isSliding, !isReadOnly else { return }
+        RecordHeader.pushExpiry(view.base + found.offset, header: found.header, now: SystemCall.nowMilliseconds())
+    }
+
     @inline(__always)
     private func countMiss() {
         localWords.increment(.misses)
@@ -234,7 +244,9 @@ extension CacheStore {
         case .unsettled: return .unsettled
         }
         let header = found.header
-        guard !header.isCompressed, includingExpired ? view.maximumAge == 0 : !header.isExpiredNow(maximumAge: view.maximumAge), let target = destination(header.rawLength),
+        // A value stored compressed, or one whose expiry slides, is the careful read's.
+        guard header.flags & (RecordHeader.compressedFlag | RecordHeader.slidingFlag) == 0,
+              includingExpired ? view.maximumAge == 0 : !header.isExpiredNow(maximumAge: view.maximumAge), let target = destination(header.rawLength),
               target.count >= header.storedLength else { return .unsettled }
         let checksum = view.copyStoredValue(of: found, key: key, to: target.baseAddress)
         guard isUnchanged(found, in: view), checksum == header.dataChecksum else { return .unsettled }
@@ -265,6 +277,7 @@ extension CacheStore {
                 guard isUnchanged(found, in: view) else { try backOff(&retry, in: view); continue }
                 return header.rawLength
             }
+            if !includingExpired || !header.isExpiredNow(maximumAge: view.maximumAge) { pushExpiry(found, in: view) }
             precondition(target.count >= header.rawLength)
             let copy = header.isCompressed
                 ? try ValueMemory.allocate(header.storedLength, forValueIn: path)
@@ -309,8 +322,10 @@ extension CacheStore {
                 return try lendCopy(forKey: key, in: view, body)
             }
             defer { unpin(slot) }
+            let expired = header.isExpiredNow(maximumAge: view.maximumAge)
+            if !expired { pushExpiry(found, in: view) }
             guard isUnchanged(found, in: view) else { try backOff(&retry, in: view); continue }
-            if header.isExpiredNow(maximumAge: view.maximumAge) {
+            if expired {
                 countMiss()
                 return false
             }

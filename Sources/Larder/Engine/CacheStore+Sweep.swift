@@ -29,7 +29,8 @@ extension CacheStore {
             let index = inDraining ? position - activeCount : position
             let slot = inDraining ? draining![index] : active[index]
             guard HashTable.isEntry(slot), let header = entryHeader(at: HashTable.offset(of: slot)),
-                  header.isExpired(now: now, maximumAge: maximumAge) else {
+                  header.isExpired(now: now, maximumAge: maximumAge),
+                  claimExpired(at: HashTable.offset(of: slot), header: header) else {
                 position += 1
                 continue
             }
