@@ -88,6 +88,9 @@ typedef struct larder larder;
 /* A ttl_ms that means "never expires", overriding a cache's default expiry. */
 #define LARDER_TTL_NEVER UINT64_MAX
 
+/* A count_limit or max_age_ms that removes the file's limit. */
+#define LARDER_LIMIT_NONE UINT64_MAX
+
 typedef struct larder_options {
     uint32_t struct_size;           /* set by larder_options_init: sizeof(larder_options) as the
                                        program was compiled */
@@ -99,7 +102,13 @@ typedef struct larder_options {
     uint64_t default_ttl_ms;        /* 0 = entries do not expire unless a put says so */
     uint32_t file_mode;             /* permission bits of a new file; 0 = 0600 (owner only) */
     uint32_t compression_threshold; /* values shorter than this are stored raw; 0 = 128 */
-    /* limits fields go here */
+    /* Standing limits, kept in the file and honoured by every process on every write (see
+       larder_open for when an open changes them): 0 = the file's own (none for a new file),
+       LARDER_LIMIT_NONE = remove it. */
+    uint64_t count_limit;           /* the most entries the file holds (below 2^63) */
+    uint64_t max_age_ms;            /* entries stored longer ago count as expired (below 2^63) */
+    uint64_t sweep_interval_ms;     /* 0 = no sweep; else a background thread removes expired
+                                       and over-age entries, a few at a time, this often */
     uint32_t file_protection;       /* LARDER_PROTECTION_...; 0 = the system's default */
 } larder_options;
 
@@ -129,7 +138,11 @@ void (larder_options_init)(larder_options *opts);
  * least that opts' page_size allows, or above 1 TiB, is LARDER_INVALID_ARGUMENT on every open,
  * whether the file exists or not. A smaller capacity than the file has grown to
  * rewrites the file with its newest entries that fit, in time proportional to its size; if the
- * disk has no room for that copy, the file keeps its capacity. A file written by a newer Larder
+ * disk has no room for that copy, the file keeps its capacity. A count_limit or max_age_ms other
+ * than 0 is taken by an open that no other read-write handle of any process shares the file with
+ * (read-only ones may: they take the new limits up); otherwise the file keeps its limits. A count
+ * limit below the entries held evicts the least recently used at once. A max_age_ms or
+ * count_limit of 2^63 or more (other than LARDER_LIMIT_NONE) is LARDER_INVALID_ARGUMENT. A file written by a newer Larder
  * that this one can read but not maintain opens read-only, whatever the flags: its reads work,
  * and its writes return LARDER_READ_ONLY. */
 int larder_open(const char *path, const larder_options *opts, larder **out);
@@ -168,6 +181,15 @@ int larder_resume(larder *db);
  * LARDER_BUSY while larder_with_value callbacks lend out records all round it. */
 int larder_put(larder *db, const void *key, size_t key_len,
                const void *value, size_t value_len, uint64_t ttl_ms);
+
+/* As larder_put, with an expiry that reads push back: the entry expires window_ms milliseconds
+ * after it was last read (larder_get, larder_get_alloc, larder_with_value, of any process with a
+ * read-write handle) or stored. Reads take no lock for it: each moves a counter in the record's
+ * header, in steps of an eighth of the window, up to 127 steps (so about 16 windows past the put;
+ * a put of the key starts afresh). LARDER_INVALID_ARGUMENT for a window_ms of 0 or of 2^63 and
+ * more. */
+int larder_put_sliding(larder *db, const void *key, size_t key_len,
+                       const void *value, size_t value_len, uint64_t window_ms);
 
 /* One entry of larder_put_many: what to store and, filled in, what came of it. */
 typedef struct larder_put_request {

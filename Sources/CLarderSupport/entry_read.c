@@ -19,6 +19,7 @@ enum {
     MAGIC = 0x524C,
     KIND_ENTRY = 1,
     COMPRESSED_FLAG = 1,
+    SLIDING_FLAG = 4,
 };
 static const uint64_t SEQUENCE_LIMIT = (uint64_t)1 << 62;
 /* Magic, kind, state and key length of the first word (flags and access bit may be anything). */
@@ -29,13 +30,16 @@ static inline lrd_entry_outcome outcome(uint64_t status, uint64_t flags, uint64_
     return result;
 }
 
-/* Whether `expires_at` (ms since the Unix epoch) has passed, by the clock of
- * `SystemCall.nowMilliseconds`; read only for an entry that can expire (not 0). */
-static __attribute__((noinline)) int has_passed(uint64_t expires_at) {
+/* Whether the entry is expired now, by the clock of `SystemCall.nowMilliseconds`: its
+ * `expires_at` (ms since the Unix epoch, 0 = none) has passed, or it was stored `maximum_age` ms
+ * or more ago (0 = no maximum age; an entry stored after now is not over age). Called only when
+ * one of the two is not 0. */
+static __attribute__((noinline)) int has_expired(uint64_t expires_at, uint64_t stored_at, uint64_t maximum_age) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)(ts.tv_nsec / 1000000);
-    return expires_at <= now;
+    return (expires_at != 0 && expires_at <= now) ||
+           (maximum_age != 0 && stored_at <= now && now - stored_at >= maximum_age);
 }
 
 /* Whether `n` bytes at `a` and `b` are the same: keys of 8 to 32 bytes as overlapping words,
@@ -95,7 +99,7 @@ HARDWARE static ALWAYS_INLINE uint32_t data_checksum_hardware(uint32_t seed, con
 
 static inline __attribute__((always_inline)) lrd_entry_outcome entry_copy(
     header_checksum_fn header_checksum, data_checksum_fn data_checksum, const uint8_t *record, uint64_t room, uint32_t seed, uint64_t first_valid_sequence,
-    const uint8_t *key, size_t key_length, uint8_t *destination, size_t capacity) {
+    const uint8_t *key, size_t key_length, uint8_t *destination, size_t capacity, uint64_t maximum_age) {
     lrd_entry_outcome other = outcome(LRD_ENTRY_OTHER, 0, 0, 0);
     if (((uintptr_t)record & (ALIGNMENT - 1)) != 0 || room < HEADER_SIZE) return other;
     /* The first word rules out every other record before anything else is read. */
@@ -113,7 +117,7 @@ static inline __attribute__((always_inline)) lrd_entry_outcome entry_copy(
      * writer's release fence in `RecordHeader.write`). */
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (header_checksum(seed, w0, w1, w2, w3, w4, w5) != (uint32_t)(w5 >> 32)) return other;
-    uint64_t sequence = w2, expires_at = w3;
+    uint64_t sequence = w2, expires_at = w3, stored_at = w4;
     uint64_t total = (HEADER_SIZE + key_length + stored_length + ALIGNMENT - 1) & ~(uint64_t)(ALIGNMENT - 1);
     if (total > room || sequence >= SEQUENCE_LIMIT || sequence < first_valid_sequence) return other;
     uint64_t flags = (uint8_t)(w0 >> 24);
@@ -121,7 +125,9 @@ static inline __attribute__((always_inline)) lrd_entry_outcome entry_copy(
     if (!same_bytes(record + HEADER_SIZE, key, key_length)) return other;
     /* The entry of this key. What this read does not do itself, the careful read does. */
     uint64_t status = LRD_ENTRY_UNSETTLED;
-    if (!(flags & COMPRESSED_FLAG) && stored_length <= capacity && !(expires_at != 0 && has_passed(expires_at))) {
+    /* A sliding entry's expiry is pushed by the careful read, which also reads its slide count. */
+    if (!(flags & (COMPRESSED_FLAG | SLIDING_FLAG)) && stored_length <= capacity &&
+        !((expires_at | maximum_age) != 0 && has_expired(expires_at, stored_at, maximum_age))) {
         const uint8_t *value = record + HEADER_SIZE + key_length;
         if (data_checksum(seed, key, key_length, destination, value, stored_length) == (uint32_t)w5)
             status = LRD_ENTRY_COPIED;
@@ -132,18 +138,21 @@ static inline __attribute__((always_inline)) lrd_entry_outcome entry_copy(
 #if defined(HARDWARE)
 HARDWARE static lrd_entry_outcome entry_copy_hardware(const uint8_t *record, uint64_t room, uint32_t seed,
                                                                  uint64_t first_valid_sequence, const uint8_t *key,
-                                                                 size_t key_length, uint8_t *destination, size_t capacity) {
-    return entry_copy(header_checksum_hardware, data_checksum_hardware, record, room, seed, first_valid_sequence, key, key_length, destination, capacity);
+                                                                 size_t key_length, uint8_t *destination, size_t capacity,
+                                                                 uint64_t maximum_age) {
+    return entry_copy(header_checksum_hardware, data_checksum_hardware, record, room, seed, first_valid_sequence, key, key_length, destination, capacity,
+                      maximum_age);
 }
 #endif
 
 lrd_entry_outcome lrd_entry_copy(const void *record, uint64_t room, uint32_t seed, uint64_t first_valid_sequence,
-                                 const void *key, size_t key_length, void *destination, size_t capacity) {
+                                 const void *key, size_t key_length, void *destination, size_t capacity,
+                                 uint64_t maximum_age) {
 #if defined(HARDWARE)
     if (lrd_crc32c_hardware_present)
         return entry_copy_hardware((const uint8_t *)record, room, seed, first_valid_sequence, (const uint8_t *)key,
-                                   key_length, (uint8_t *)destination, capacity);
+                                   key_length, (uint8_t *)destination, capacity, maximum_age);
 #endif
     return entry_copy(header_checksum_any, data_checksum_any, (const uint8_t *)record, room, seed, first_valid_sequence, (const uint8_t *)key, key_length,
-                      (uint8_t *)destination, capacity);
+                      (uint8_t *)destination, capacity, maximum_age);
 }

@@ -137,6 +137,18 @@ enum Arguments {
         if let threshold = field(\.compression_threshold, UInt32.self), threshold != 0 {
             options.compressionThreshold = Int(threshold)
         }
+        // UInt64.max is LARDER_LIMIT_NONE (a macro Swift does not import).
+        for (name, path) in [("count_limit", \larder_options.count_limit), ("max_age_ms", \.max_age_ms), ("sweep_interval_ms", \.sweep_interval_ms)] {
+            guard let value = field(path, UInt64.self), value != 0 else { continue }
+            guard value < 1 << 63 || (value == UInt64.max && path != \.sweep_interval_ms) else {
+                return .failure(StatusError.invalid("larder_options.\(name) is \(value)"))
+            }
+            switch path {
+            case \.count_limit: options.countLimit = value == UInt64.max ? .max : Int(value)
+            case \.max_age_ms: options.maximumAge = value == UInt64.max ? .infinity : Double(value) / 1000
+            default: options.sweepInterval = Double(value) / 1000
+            }
+        }
         if let protection = field(\.file_protection, UInt32.self) {
             guard let value = FileProtection(rawValue: protection) else {
                 return .failure(StatusError.invalid("unknown file protection \(protection)"))

@@ -46,7 +46,7 @@ public func larderOptionsInitSized(_ opts: UnsafeMutablePointer<larder_options>?
     var defaults = larder_options(
         struct_size: UInt32(size), flags: 0, capacity_bytes: 0, page_size: 0,
         compression: LARDER_COMPRESSION_NONE, default_ttl_ms: 0, file_mode: 0, compression_threshold: 0,
-        file_protection: LARDER_PROTECTION_DEFAULT)
+        count_limit: 0, max_age_ms: 0, sweep_interval_ms: 0, file_protection: LARDER_PROTECTION_DEFAULT)
     withUnsafeBytes(of: &defaults) { raw.copyMemory(from: $0.baseAddress!, byteCount: min(size, $0.count)) }
 }
 
@@ -97,6 +97,17 @@ public func larderClose(_ db: UnsafeMutablePointer<larder>?) -> Int32 {
 public func larderPut(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t,
                       _ value: UnsafeRawPointer?, _ valueLength: size_t, _ ttl: UInt64) -> Int32 {
     withCache(db) { cache in try put(in: cache, key, keyLength, value, valueLength, ttl) }
+}
+
+@c(larder_put_sliding)
+public func larderPutSliding(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t,
+                             _ value: UnsafeRawPointer?, _ valueLength: size_t, _ window: UInt64) -> Int32 {
+    withCache(db) { cache in
+        guard window != 0, window < 1 << 63 else { return Status.invalid("window_ms is \(window)") }
+        let write = try Arguments.write(key: key, keyLength, value: value, valueLength).get()
+        try cache.set(write.value, forKey: write.key, expiry: .sliding(Double(window) / 1000))
+        return Status.ok
+    }
 }
 
 @c(larder_put_many)

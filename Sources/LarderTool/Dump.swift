@@ -112,7 +112,7 @@ extension LarderCommand {
 
         /// The documented schema (docs/CLI.md); members are only ever added at the end.
         private func jsonLine(_ entry: EntryRecord, _ inspector: FileInspector) -> String {
-            var line = JSONLine.entry(entry)
+            var line = JSONLine.entry(entry, maximumAge: inspector.summary.maximumAge)
             if showsValues {
                 let value = inspector.value(of: entry)
                 line.add("value", value.flatMap(KeyText.utf8))

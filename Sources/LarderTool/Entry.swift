@@ -27,7 +27,7 @@ extension LarderCommand {
                     throw ExitStatus.notFoundOrDamaged
                 }
                 if json {
-                    Output.print(JSONLine.entry(entry).text)
+                    Output.print(JSONLine.entry(entry, maximumAge: inspector.summary.maximumAge).text)
                 } else {
                     Output.write(Array(Entry.render(entry).utf8))
                 }

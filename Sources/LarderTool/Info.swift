@@ -29,6 +29,9 @@ extension LarderCommand {
             table.add(["format", "version \(summary.writeVersion) (readers need version \(summary.readVersion))"])
             table.add(["page size", ByteFormat.size(summary.pageSize)])
             table.add(["capacity", ByteFormat.size(summary.capacity)])
+            table.add(["count limit", summary.countLimit == 0 ? "none" : "\(summary.countLimit) entries"])
+            table.add(["maximum age", summary.maximumAge == 0 ? "none"
+                       : "\(TimeFormat.duration(summary.maximumAge)) (\(summary.maximumAge) ms)"])
             var fileSize = "\(ByteFormat.size(summary.fileSize)) (\(summary.fileSize) bytes)"
             if summary.isTruncated { fileSize += ", truncated to \(summary.diskSize) bytes on disk" }
             table.add(["file size", fileSize])

@@ -47,7 +47,7 @@ struct JSONLine {
 
 extension JSONLine {
     /// An entry's members in `larder dump --json` and `larder entry --json`, values aside.
-    static func entry(_ entry: EntryRecord) -> JSONLine {
+    static func entry(_ entry: EntryRecord, maximumAge: UInt64) -> JSONLine {
         var line = JSONLine()
         line.add("key", KeyText.utf8(entry.key))
         line.add("key_hex", ByteFormat.hex(entry.key))
@@ -57,7 +57,7 @@ extension JSONLine {
         line.add("record_size", entry.recordSize)
         line.add("compressed", entry.isCompressed)
         line.add("expires_at", entry.expiresAt == 0 ? nil : entry.expiresAt)
-        line.add("expired", entry.isExpired(now: TimeFormat.nowMilliseconds()))
+        line.add("expired", entry.isExpired(now: TimeFormat.nowMilliseconds(), maximumAge: maximumAge))
         line.add("stored_at", entry.storedAt)
         line.add("read", entry.wasRead)
         line.add("sequence", entry.sequence)

@@ -29,7 +29,15 @@ extension LarderCommand {
         @Option(help: ArgumentHelp("Capacity of a new file (ignored for an existing one; see `compact --capacity`): bytes, or with K, M, G (binary units).", valueName: "size"))
         var capacity: String?
 
+        @Option(name: .customLong("count-limit"), help: ArgumentHelp("The most entries the file holds, for every process (taken when no other process writes the file).", valueName: "n"))
+        var countLimit: Int?
+
+        @Option(name: .customLong("max-age"), help: ArgumentHelp("Seconds after which every entry counts as expired, for every process (taken as --count-limit is).", valueName: "seconds"))
+        var maximumAge: Double?
+
         func validate() throws {
+            if let countLimit, countLimit <= 0 { throw ValidationError("--count-limit must be at least 1") }
+            if let maximumAge, !(maximumAge > 0) { throw ValidationError("--max-age must be a positive number of seconds") }
             if let ttl, !(ttl > 0 && ttl <= Self.longestTTL) {
                 throw ValidationError("--ttl must be a positive number of seconds, at most \(Int(Self.longestTTL)) (100 years)")
             }
@@ -49,8 +57,11 @@ extension LarderCommand {
                 // Only for a new file: a smaller capacity would have an existing one rewritten.
                 let isNew = !FileManager.default.fileExists(atPath: cacheFile.file)
                 let options = Cache.Options(capacity: isNew ? capacity.flatMap { ByteFormat.parseSize($0) }.map { .bytes($0) } : nil,
-                                            compressionThreshold: 0)
+                                            compressionThreshold: 0, countLimit: countLimit, maximumAge: maximumAge)
                 let cache = try Cache(path: cacheFile.file, options: options)
+                if (countLimit.map { $0 != cache.countLimit } ?? false) || (maximumAge.map { $0 != cache.maximumAge } ?? false) {
+                    Output.error("\(cacheFile.file) is open for writing in another process and keeps its limits")
+                }
                 if !isNew, let requested = capacity.flatMap({ ByteFormat.parseSize($0) }), requested != cache.capacity {
                     Output.error("\(cacheFile.file) exists and keeps its capacity of \(ByteFormat.size(cache.capacity)); `larder compact --capacity` changes it")
                 }

@@ -372,6 +372,38 @@ static void test_open_errors_and_options(void) {
     larder_options_init(&opts);
     opts.struct_size = 0;
     CHECK(larder_open(path, &opts, &db) == LARDER_INVALID_ARGUMENT);
+    /* Standing limits: a "negative" age or count (2^63 and up) is refused; UINT64_MAX removes. */
+    larder_options_init(&opts);
+    CHECK(opts.count_limit == 0 && opts.max_age_ms == 0 && opts.sweep_interval_ms == 0);
+    opts.max_age_ms = (uint64_t)-5;
+    CHECK(larder_open(path, &opts, &db) == LARDER_INVALID_ARGUMENT && db == NULL);
+    larder_options_init(&opts);
+    opts.sweep_interval_ms = LARDER_LIMIT_NONE;
+    CHECK(larder_open(path, &opts, &db) == LARDER_INVALID_ARGUMENT && db == NULL);
+    larder_options_init(&opts);
+    opts.count_limit = 2;
+    opts.sweep_interval_ms = 1000;
+    CHECK(larder_open(path, &opts, &db) == LARDER_OK && db != NULL);
+    CHECK(larder_put(db, "a", 1, "1", 1, 0) == LARDER_OK);
+    CHECK(larder_put(db, "b", 1, "2", 1, 0) == LARDER_OK);
+    CHECK(larder_put(db, "c", 1, "3", 1, 0) == LARDER_OK);
+    struct larder_stats limited = { .struct_size = sizeof limited };
+    CHECK(larder_stats(db, &limited) == LARDER_OK && limited.entries == 2);
+    CHECK(larder_contains(db, "a", 1) == LARDER_NOT_FOUND && larder_contains(db, "c", 1) == LARDER_OK);
+    CHECK(larder_close(db) == LARDER_OK);
+    larder_options_init(&opts);
+    opts.count_limit = LARDER_LIMIT_NONE;
+    CHECK(larder_open(path, &opts, &db) == LARDER_OK && db != NULL);
+    CHECK(larder_put(db, "d", 1, "4", 1, 0) == LARDER_OK);
+    CHECK(larder_stats(db, &limited) == LARDER_OK && limited.entries == 3);
+    /* A sliding expiry: a window of 0 is refused, any other is stored and read. */
+    CHECK(larder_put_sliding(db, "s", 1, "5", 1, 0) == LARDER_INVALID_ARGUMENT);
+    CHECK(larder_put_sliding(db, "s", 1, "5", 1, 60000) == LARDER_OK);
+    char slid[4];
+    size_t slid_len = 0;
+    CHECK(larder_get(db, "s", 1, slid, sizeof slid, &slid_len) == LARDER_OK && slid_len == 1 && slid[0] == '5');
+    CHECK(larder_close(db) == LARDER_OK);
+    unlink(path);
 
     /* A program built with an older header (a smaller larder_options): init writes no further
      * than its size, and open reads no further. */

@@ -40,7 +40,7 @@ struct EntryReadTests {
                       into buffer: UnsafeMutableRawBufferPointer) -> (status: Int32, sequence: UInt64, length: Int) {
         let result = key.withUnsafeBytes { key in
             lrd_entry_copy(record.bytes, UInt64(room), seed, firstValid, key.baseAddress, key.count,
-                           buffer.baseAddress, buffer.count)
+                           buffer.baseAddress, buffer.count, 0)
         }
         return (Int32(result.outcome & 0xFF), result.sequence, Int(result.outcome >> 32))
     }

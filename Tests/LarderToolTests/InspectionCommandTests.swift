@@ -46,6 +46,8 @@ struct InspectionCommandTests {
             format        version 2 (readers need version 1)
             page size     4 KiB
             capacity      256 KiB
+            count limit   none
+            maximum age   none
             file size     256 KiB (262144 bytes)
             created       T
             state         clean

@@ -15,6 +15,9 @@ do {
         try Child.reply(try Concurrency.runThreads(try decode(ConcurrencyParameters.self, arguments[1])))
     case "reader":
         try Child.reply(try Concurrency.runReader(try decode(ConcurrencyParameters.self, arguments[1])))
+    case "sweep-step":
+        guard arguments.count >= 2 else { throw BenchFailure("sweep-step DIRECTORY [KEYS]") }
+        try SweepBench.run(directory: arguments[1], keys: arguments.count > 2 ? Int(arguments[2]) ?? 200_000 : 200_000)
     case "crash-writer":
         try Scale.crashWriter(path: arguments[1])
     case "report":

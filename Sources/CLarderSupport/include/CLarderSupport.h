@@ -61,12 +61,14 @@ enum {
 
 /* The usual read of an entry, in one call: whether `record` (16-byte aligned, `room` bytes of
  * the file from it) is a live entry of `key` (header checksum, bounds, sequence at least
- * `first_valid_sequence` and below 2^62, key bytes), and if so, unless it is compressed, too
- * long for `capacity` or expired, copies its value to `destination` and checks the data checksum
- * over the copy. The format's checks (docs/FORMAT.md 4), as `RecordHeader.read` makes them.
- * The caller re-checks the record afterwards (live bit, sequence, change counter). */
+ * `first_valid_sequence` and below 2^62, key bytes), and if so, unless it is compressed, sliding,
+ * too long for `capacity`, expired, or stored `maximum_age` ms or more ago (0: no maximum age),
+ * copies its value to `destination` and checks the data checksum over the copy. The format's
+ * checks (docs/FORMAT.md 4), as `RecordHeader.read` makes them. The caller re-checks the record
+ * afterwards (live bit, sequence, change counter). */
 lrd_entry_outcome lrd_entry_copy(const void *record, uint64_t room, uint32_t seed, uint64_t first_valid_sequence,
-                                 const void *key, size_t key_length, void *destination, size_t capacity);
+                                 const void *key, size_t key_length, void *destination, size_t capacity,
+                                 uint64_t maximum_age);
 
 /* XXH64 with the given seed, bit-exact with the reference xxHash: lrd_xxh64 (inline). */
 #include "lrd_xxhash64.h"

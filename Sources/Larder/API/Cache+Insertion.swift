@@ -50,7 +50,7 @@ extension Cache {
         return try write { (store) throws(LarderError) -> Bool in
             try store.validateKey(key)
             // Under the writer lock the view is the file as it is: what `remove` looks at.
-            if let found = store.lookup(key, hash: KeyHash(key)), !found.header.isExpiredNow { return false }
+            if let found = store.lookup(key, hash: KeyHash(key)), !found.header.isExpiredNow(maximumAge: store.maximumAge) { return false }
             try store.put(key: key, value: value, compress: compress, expiry: expiry)
             return true
         }

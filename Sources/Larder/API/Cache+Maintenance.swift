@@ -20,7 +20,7 @@ extension Cache {
     public func removeExpired() throws(LarderError) -> Int {
         let now = SystemCall.nowMilliseconds()
         return try write { (store) throws(LarderError) in
-            store.removeEntries(counting: .expirations) { _, header in header.isExpired(now: now) }.expired
+            store.removeEntries(counting: .expirations) { _, header in header.isExpired(now: now, maximumAge: store.maximumAge) }.expired
         }
     }
 
@@ -88,5 +88,16 @@ extension Cache {
         return try write { (store) throws(LarderError) in
             store.evict { store.state.entryCount <= count }
         }
+    }
+}
+
+extension Cache {
+    /// The most index slots one step of the sweep looks at.
+    @_spi(Inspection) public static let sweepStepSlots = CacheStore.sweepStepSlots
+
+    /// One step of the automatic sweep from `cursor`, as a write: the next cursor, or nil when
+    /// the pass is over or the cache cannot be written (closed, say). Public for the benchmark.
+    @_spi(Inspection) public func sweepStep(from cursor: Int) -> Int? {
+        try? write { (store) throws(LarderError) in store.sweepStep(from: cursor) }.next
     }
 }

@@ -58,7 +58,7 @@ extension Cache {
         }
         // The file keeps the capacity it has now (another process may have changed it); one
         // removed meanwhile is created with the options' capacity.
-        var configuration = Cache.configuration(options)
+        var configuration = Cache.configuration(options, limits: try StandingLimits(options, path: path))
         let existed = FileIdentity(path: path) != nil
         if existed { configuration.capacity = nil }
         let reopened = try OpenFileRegistry.shared.open(path: path, configuration: configuration)

@@ -48,6 +48,18 @@ public final class Cache: @unchecked Sendable {
         /// (default ``MemoryLimits/default``: 64 MiB, 10,000 objects); `nil` keeps none. Limits
         /// of 0 or less are refused (`.invalidArgument`) when the cache opens.
         public var memory: MemoryLimits?
+        /// The most entries the file holds, kept by every process on every write. `nil` keeps the
+        /// file's (none for a new file), `Int.max` removes it; it is changed as the maximum age is.
+        /// 0 or less is refused (`.invalidArgument`).
+        public var countLimit: Int?
+        /// Seconds after it is stored that an entry counts as expired, in every process. `nil` keeps
+        /// the file's, `.infinity` removes it; another value changes it when no other read-write
+        /// handle has the file open (docs/GUIDE.md). 0 or less, or NaN, is refused.
+        public var maximumAge: TimeInterval?
+        /// Seconds between sweeps that remove expired and over-age entries in the background, a
+        /// few at a time, while the cache is open. `nil` runs none; 0 or less, NaN or infinity is
+        /// refused.
+        public var sweepInterval: TimeInterval?
         /// The data protection class of a file this open creates, on Apple platforms (see
         /// ``FileProtection``: background reads need ``FileProtection/completeUntilFirstUserAuthentication``
         /// or ``FileProtection/none``). Ignored elsewhere.
@@ -64,7 +76,8 @@ public final class Cache: @unchecked Sendable {
                     readOnly: Bool = false, permissions: UInt16 = 0o600,
                     compression: Compression = .none, compressionThreshold: Int = 128,
                     coder: any CacheCoder = JSONCacheCoder(), memory: MemoryLimits? = .default,
-                    fileProtection: FileProtection = .systemDefault, excludedFromBackup: Bool = false) {
+                    fileProtection: FileProtection = .systemDefault, excludedFromBackup: Bool = false,
+                    countLimit: Int? = nil, maximumAge: TimeInterval? = nil, sweepInterval: TimeInterval? = nil) {
             self.capacity = capacity
             self.pageSize = pageSize
             self.defaultExpiry = defaultExpiry
@@ -74,6 +87,9 @@ public final class Cache: @unchecked Sendable {
             self.compressionThreshold = compressionThreshold
             self.coder = coder
             self.memory = memory
+            self.countLimit = countLimit
+            self.maximumAge = maximumAge
+            self.sweepInterval = sweepInterval
             self.fileProtection = fileProtection
             self.excludedFromBackup = excludedFromBackup
         }
@@ -129,6 +145,8 @@ public final class Cache: @unchecked Sendable {
     /// The entry a `resume()` replaced, kept until the next one: a read that began before
     /// `suspend()` may still be looking through its mapping.
     var previousEntry: OpenFileRegistry.Entry?
+    /// The automatic sweep's thread (`options.sweepInterval`); nil for none.
+    private(set) var sweeper: Sweeper?
 
     /// Opens the cache file at `path`, creating it if needed. A file that was not closed cleanly
     /// (its process crashed) is checked and repaired first.
@@ -144,11 +162,12 @@ public final class Cache: @unchecked Sendable {
         if let limits = options.memory, limits.cost.bytes <= 0 || limits.count <= 0 {
             throw LarderError(.invalidArgument, "memory limits must be positive (cost \(limits.cost.bytes) bytes, count \(limits.count))", path: path)
         }
+        let limits = try StandingLimits(options, path: path)
         memory = options.memory.map(MemoryTier.init(limits:))
         unretainedMemory = memory.map(Unmanaged.passUnretained)
         defaultCoderType = ObjectIdentifier(type(of: options.coder))
         let existed = FileIdentity(path: path) != nil
-        entry = try OpenFileRegistry.shared.open(path: path, configuration: Cache.configuration(options))
+        entry = try OpenFileRegistry.shared.open(path: path, configuration: Cache.configuration(options, limits: limits))
         lockReference = .passUnretained(entry.lock)
         storeReference = .passUnretained(entry.store)
         openGeneration.store(entry.store.forkGeneration)
@@ -159,18 +178,25 @@ public final class Cache: @unchecked Sendable {
             try? OpenFileRegistry.shared.release(entry)
             throw error
         }
+        if let interval = limits.sweepInterval, !entry.store.isReadOnly {
+            sweeper = Sweeper(intervalMilliseconds: interval) { [weak self] cursor in self?.sweepStep(from: cursor) }
+        }
     }
 
     /// What the engine opens the file with.
-    static func configuration(_ options: Options) -> CacheStore.Configuration {
+    static func configuration(_ options: Options, limits: StandingLimits) -> CacheStore.Configuration {
         .init(capacity: options.capacity?.bytes, pageSize: options.pageSize,
-              readOnly: options.readOnly, permissions: options.permissions)
+              readOnly: options.readOnly, permissions: options.permissions,
+              countLimit: limits.count, maximumAge: limits.maximumAge)
     }
 
     deinit {
         if store.isInheritedAcrossFork {
             store.releaseInheritedDescriptor()
-        } else if !isClosed {
+            return
+        }
+        sweeper?.stop()
+        if !isClosed {
             try? OpenFileRegistry.shared.release(entry)
         }
     }
@@ -476,6 +502,12 @@ public final class Cache: @unchecked Sendable {
     /// The most bytes the file may take.
     public var capacity: Int { lock.withReadLock { store.capacity } }
 
+    /// The file's standing count limit, or nil for none, as the last open that set it left it.
+    public var countLimit: Int? { inspect(orElse: nil) { $0.meta.countLimit == 0 ? nil : Int(clamping: $0.meta.countLimit) } }
+
+    /// The file's standing maximum age in seconds, or nil for none.
+    public var maximumAge: TimeInterval? { inspect(orElse: nil) { $0.maximumAge == 0 ? nil : Double($0.maximumAge) / 1000 } }
+
     /// Counters and sizes, read together: no write of this process comes between them (another
     /// process's may). The sizes are 0 for a closed cache.
     /// The corresponding C function is `larder_stats`.
@@ -551,6 +583,8 @@ public final class Cache: @unchecked Sendable {
         try refuseInsideBorrow("close")
         lifeCycle.lock()
         defer { lifeCycle.unlock() }
+        // Outside the lock, which each step takes: the step under way ends first.
+        sweeper?.stop()
         let wasOpen = lock.withWriteLock {
             defer { openGeneration.store(.max) }
             return !isClosed

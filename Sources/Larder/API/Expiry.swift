@@ -12,6 +12,9 @@ public enum Expiry: Hashable, Sendable {
     case seconds(Double)
     /// The entry expires at this moment.
     case date(Date)
+    /// The entry expires this many seconds after it was last read or stored, in any process.
+    /// Reads through read-only handles do not push it back (docs/GUIDE.md).
+    case sliding(Double)
 
     /// Whether this is a time at all: `.seconds(.nan)` is not (a computation gone wrong), and
     /// `set` refuses it rather than store an entry that is expired at once.
@@ -19,9 +22,16 @@ public enum Expiry: Hashable, Sendable {
     var isNumber: Bool {
         switch self {
         case .never: true
-        case .seconds(let seconds): !seconds.isNaN
+        case .seconds(let seconds), .sliding(let seconds): !seconds.isNaN
         case .date(let date): !date.timeIntervalSince1970.isNaN
         }
+    }
+
+    /// The record flags of an entry stored at `now` with `deadline` (`deadline(now:)`): a sliding
+    /// window that has not run out at once is marked so (FORMAT.md 4.8).
+    func flags(now: UInt64, deadline: UInt64) -> UInt8 {
+        if case .sliding = self, deadline > now { return RecordHeader.slidingFlag }
+        return 0
     }
 
     /// Milliseconds since the Unix epoch to store in the record; 0 means never.
@@ -29,7 +39,7 @@ public enum Expiry: Hashable, Sendable {
         switch self {
         case .never:
             return 0
-        case .seconds(let seconds):
+        case .seconds(let seconds), .sliding(let seconds):
             guard seconds.isFinite else { return seconds > 0 ? 0 : 1 }
             let delta = (seconds * 1000).rounded(.up)
             if delta <= 0 { return 1 }

@@ -43,7 +43,9 @@ extension CacheStore {
             if state.changeCounter != view.changeCounter { throw LarderError.staleView }
             return epoch & 1 == 0 && state.indexEpoch == epoch ? .absent : .unsettled
         }
-        let expired = found.header.isExpiredNow
+        let expired = found.header.isExpiredNow(maximumAge: view.maximumAge)
+        // An object read from memory is a read of its entry: a sliding expiry moves (FORMAT.md 4.8).
+        if !expired { pushExpiry(found, in: view) }
         guard isUnchanged(found, in: view) else {
             if state.changeCounter != view.changeCounter { throw LarderError.staleView }
             return .unsettled

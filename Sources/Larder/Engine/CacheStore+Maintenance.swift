@@ -36,7 +36,9 @@ extension CacheStore {
         var removed = (live: 0, expired: 0)
         for offset in chosen {
             guard let header = entryHeader(at: offset) else { continue }
-            let expired = header.isExpired(now: now)
+            let expired = header.isExpired(now: now, maximumAge: maximumAge)
+            // Removing the expired: a sliding entry a read pushed back since it was chosen stays.
+            if counter == .expirations && !(expired && claimExpired(at: offset, header: header)) { continue }
             removeEntry(at: offset, header: header, counter: expired ? .expirations : counter)
             rememberDeadRoom(at: offset, header: header)
             if expired { removed.expired += 1 } else { removed.live += 1 }
@@ -58,7 +60,7 @@ extension CacheStore {
         // The count comes from the file: a damaged one may claim more entries than slots.
         candidates.reserveCapacity(max(0, min(state.entryCount, active.slotCount + (draining?.slotCount ?? 0))))
         forEachIndexedEntry { offset, header in
-            let rank: UInt8 = header.isExpired(now: now) ? 0 : RecordHeader.wasVisited(in: file, at: offset) ? 2 : 1
+            let rank: UInt8 = header.isExpired(now: now, maximumAge: maximumAge) ? 0 : RecordHeader.wasVisited(in: file, at: offset) ? 2 : 1
             candidates.append((rank, header.sequence, offset))
         }
         candidates.sort { ($0.rank, $0.sequence) < ($1.rank, $1.sequence) }

@@ -177,6 +177,16 @@ extension CacheStore {
         localWords.increment(.hits)
     }
 
+    /// Reader: pushes back the expiry of a sliding entry it is about to return, before its final
+    /// re-check (FORMAT.md 4.8): if a writer marks the entry dead first, the re-check fails and
+    /// nothing is returned; if the push lands first, no writer reclaims the entry as expired.
+    /// Read-only mappings cannot push.
+    @inline(__always)
+    func pushExpiry(_ found: FoundEntry, in view: ReadView) {
+        guard found.header.isSliding, !isReadOnly else { return }
+        RecordHeader.pushExpiry(view.base + found.offset, header: found.header, now: SystemCall.nowMilliseconds())
+    }
+
     @inline(__always)
     private func countMiss() {
         localWords.increment(.misses)
@@ -266,7 +276,9 @@ extension CacheStore {
         case .unsettled: return .unsettled
         }
         let header = found.header
-        guard !header.isCompressed, includingExpired || !header.isExpiredNow, let target = destination(header.rawLength),
+        // A value stored compressed, or one whose expiry slides, is the careful read's.
+        guard header.flags & (RecordHeader.compressedFlag | RecordHeader.slidingFlag) == 0,
+              includingExpired ? view.maximumAge == 0 : !header.isExpiredNow(maximumAge: view.maximumAge), let target = destination(header.rawLength),
               target.count >= header.storedLength else { return .unsettled }
         let checksum = view.copyStoredValue(of: found, key: key, to: target.baseAddress)
         guard isUnchanged(found, in: view), checksum == header.dataChecksum else { return .unsettled }
@@ -286,7 +298,9 @@ extension CacheStore {
         while true {
             guard let found = try findCountingMiss(key, in: view, retry: &retry) else { return nil }
             let header = found.header
-            if !includingExpired && header.isExpiredNow {
+            // An entry past the file's maximum age is not returned even as a stale copy.
+            if header.isExpiredNow(maximumAge: view.maximumAge)
+                && (!includingExpired || header.isOverAge(now: SystemCall.nowMilliseconds(), maximumAge: view.maximumAge)) {
                 guard isUnchanged(found, in: view) else { try backOff(&retry, in: view); continue }
                 countMiss()
                 return nil
@@ -295,6 +309,7 @@ extension CacheStore {
                 guard isUnchanged(found, in: view) else { try backOff(&retry, in: view); continue }
                 return header.rawLength
             }
+            if !includingExpired || !header.isExpiredNow(maximumAge: view.maximumAge) { pushExpiry(found, in: view) }
             precondition(target.count >= header.rawLength)
             let copy = header.isCompressed
                 ? try ValueMemory.allocate(header.storedLength, forValueIn: path)
@@ -339,8 +354,10 @@ extension CacheStore {
                 return try lendCopy(forKey: key, in: view, body)
             }
             defer { unpin(slot) }
+            let expired = header.isExpiredNow(maximumAge: view.maximumAge)
+            if !expired { pushExpiry(found, in: view) }
             guard isUnchanged(found, in: view) else { try backOff(&retry, in: view); continue }
-            if header.isExpiredNow {
+            if expired {
                 countMiss()
                 return false
             }
@@ -425,7 +442,7 @@ extension CacheStore {
         var retry = Retry()
         while true {
             guard let found = try find(key, in: view, valueFollows: false, retry: &retry) else { return nil }
-            let expired = found.header.isExpiredNow
+            let expired = found.header.isExpiredNow(maximumAge: view.maximumAge)
             // Before the re-check, which then vouches for it as for the header.
             let wasRead = UInt64(littleEndian: lrd_load_acquire_u64(view.base + found.offset)) & RecordHeader.Word0.visitedBit != 0
             if isUnchanged(found, in: view) { return expired ? nil : (found.header, wasRead) }

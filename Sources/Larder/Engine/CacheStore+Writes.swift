@@ -20,8 +20,9 @@ extension CacheStore {
         // Refuses a value that cannot fit before any entry changes, so that it loses nothing.
         let (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compress)
         let now = SystemCall.nowMilliseconds()
-        let entry = NewEntry(key: key, value: value, stored: value, flags: 0, compressing: compressing,
-                             storedAt: storedAt ?? now, expiresAt: expiry.deadline(now: now),
+        let deadline = expiry.deadline(now: now)
+        let entry = NewEntry(key: key, value: value, stored: value, flags: expiry.flags(now: now, deadline: deadline),
+                             compressing: compressing, storedAt: storedAt ?? now, expiresAt: deadline,
                              isFromThisMap: file.mapsAnyOf(key) || file.mapsAnyOf(value))
         // A replaced entry whose room takes the new record is written over (FORMAT.md 6.9): no
         // room taken at the head, nothing evicted, no slot changed.
@@ -31,6 +32,8 @@ extension CacheStore {
             changes.append(hash: hash.value, kind: .stored)
             return
         }
+        // A new key in a file at its standing count limit (none: one compare).
+        if replaced == nil && isAtCountLimit { try makeRoomInCountLimit(forPlacing: size) }
         try place(entry, size: size, hash: hash, replacing: replaced)
         changes.append(hash: hash.value, kind: .stored)
     }
@@ -49,7 +52,8 @@ extension CacheStore {
             (size, entry.compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: entry.compressing)
         }
         if entry.compressing, let ahead = compressedAhead(value, keyLength: key.count, size: size) {
-            (entry.stored, entry.flags) = ahead
+            entry.stored = ahead.stored
+            entry.flags |= ahead.flags
             entry.compressing = false
             size = RecordHeader.entrySize(keyLength: key.count, storedLength: entry.stored.count)
         }
@@ -258,7 +262,7 @@ extension CacheStore {
         try validateKey(key)
         let hash = KeyHash(key)
         guard let found = lookup(key, hash: hash) else { return false }
-        let expired = found.header.isExpiredNow
+        let expired = found.header.isExpiredNow(maximumAge: maximumAge)
         removeEntry(found, counter: expired ? .expirations : .removals)
         changes.append(hash: hash.value, kind: expired ? .expired : .removed)
         rememberDeadRoom(at: found.offset, header: found.header)

@@ -26,6 +26,11 @@ final class CacheStore {
         var pageSize: Int
         var readOnly: Bool
         var permissions: UInt16
+        /// The standing limits to set (FORMAT.md 2.1): nil keeps the file's, 0 removes it.
+        /// Taken by a sole writer's open; others keep the file's.
+        var countLimit: UInt64?
+        /// Milliseconds; as `countLimit`.
+        var maximumAge: UInt64?
         /// False while this process has the file open in the other mode: then no open may
         /// rename a smaller copy over it. This says so before any lock is taken.
         var mayReplaceFile = true
@@ -58,11 +63,15 @@ final class CacheStore {
     var meta: Meta {
         didSet {
             allocator.value.adopt(meta, ringStart: ringStart)
+            limits.value = FileLimits(meta)
             viewGeneration &+= 1
         }
     }
     /// What the ring allocator knows beyond the shared state (Allocator/RingAllocator.swift).
     let allocator: StateCell<RingAllocator>
+    /// The standing limits of `meta`, kept up to date with it: read on every write without the
+    /// run-time exclusivity check of `meta` (Eviction/CountLimit.swift).
+    let limits: StateCell<FileLimits>
     /// What the ring allocator derives from `meta`, kept up to date with it.
     var layout: RingLayout { allocator.value.layout }
     let state: SharedState
@@ -107,6 +116,9 @@ final class CacheStore {
     var capacity: Int { meta.capacity }
     var ringEnd: Int { meta.fileSize }
     var seed: UInt32 { meta.checksumSeed }
+    /// The file's standing maximum age in milliseconds (0: none). Writers only: readers take it
+    /// from their view.
+    var maximumAge: UInt64 { limits.value.maximumAge }
 
     private init(file: MappedFile, meta: Meta, readOnly: Bool) {
         self.file = file
@@ -114,6 +126,7 @@ final class CacheStore {
         self.pageSize = meta.pageSize
         self.ringStart = FileLayout.dataStart(pageSize: meta.pageSize)
         self.allocator = StateCell(RingAllocator(meta: meta, ringStart: ringStart))
+        self.limits = StateCell(FileLimits(meta))
         self.isReadOnly = readOnly
         self.pageWarmer = PageWarmer.warming(file)
         self.state = SharedState(file: file, pageSize: meta.pageSize)
@@ -269,11 +282,13 @@ final class CacheStore {
         let segmentBytes = IndexSegment.byteCount(slotCount: HashTable.minimumSlotCount, pageSize: pageSize)
         let initialSize = min(capacity, FileLayout.alignUp(dataStart + segmentBytes + (1 << 20), pageSize))
         let now = SystemCall.nowMilliseconds()
-        let meta = Meta(sequence: 1, writeVersion: FileLayout.formatVersion, readVersion: FileLayout.readVersion,
+        var meta = Meta(sequence: 1, writeVersion: FileLayout.formatVersion, readVersion: FileLayout.readVersion,
                         pageSize: pageSize, capacity: capacity, fileSize: initialSize, createdAt: now,
                         firstValidSequence: 1,
                         activeIndex: IndexLocation(offset: dataStart, slotCount: HashTable.minimumSlotCount),
-                        drainingIndex: .none, checksumSeed: UInt32.random(in: 1...UInt32.max))
+                        drainingIndex: .none, checksumSeed: UInt32.random(in: 1...UInt32.max),
+                        countLimit: configuration.countLimit ?? 0, maximumAge: configuration.maximumAge ?? 0)
+        meta.readVersion = meta.neededReadVersion
         // Marked first, and durably: from here on a creation cut short is known for one.
         try descriptor.write(FileLayout.creationMarker, at: 0)
         try descriptor.synchronize()
@@ -316,6 +331,12 @@ final class CacheStore {
             // Growing is free; shrinking is possible while the file has not grown past the new
             // size. Only a sole writer may: every process maps the capacity it found.
             meta.capacity = requested
+            metaChanged = true
+        }
+        // The standing limits need no new mapping: any sole writer may set them, beside read-only
+        // handles, which take them up with the next view (FORMAT.md 2.6).
+        if soleWriter, !readOnly, meta.withLimits(of: configuration) != meta {
+            meta = meta.withLimits(of: configuration)
             metaChanged = true
         }
         let diskSize = try descriptor.size()
@@ -391,6 +412,8 @@ final class CacheStore {
             if metaChanged && !renumber { try store.writeMeta() }
         }
         if renumber { try store.renumberMetaCopies() }
+        // A count limit lowered below the entries the file holds.
+        store.trimToCountLimit()
         return store
     }
 
@@ -501,8 +524,10 @@ final class CacheStore {
     ///   the older copy, which recovery copes with (a smaller ring, an index it re-creates).
     func writeMeta(durable: Bool = false) throws(LarderError) {
         meta.sequence += 1
-        // This writer keeps the change ring: older writers, which do not, may only read from now on.
+        // This writer keeps the change ring and the standing limits: writers of version 1 may only
+        // read from now on.
         meta.writeVersion = max(meta.writeVersion, FileLayout.formatVersion)
+        meta.readVersion = meta.neededReadVersion
         let page = Int(meta.sequence % UInt64(FileLayout.metaPageCount))
         meta.encode(into: file.mutableBytes(at: page * pageSize, count: Meta.encodedSize))
         if durable { try file.flush(page * pageSize, pageSize) }
@@ -525,7 +550,9 @@ final class CacheStore {
     /// in-process lock, at the end of every write and refresh.
     func publishView() {
         guard viewGeneration != publishedGeneration else { return }
-        publishedView.publish(currentView)
+        var view = currentView
+        view.maximumAge = maximumAge
+        publishedView.publish(view)
         publishedGeneration = viewGeneration
     }
 

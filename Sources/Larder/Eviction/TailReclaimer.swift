@@ -23,6 +23,9 @@ extension CacheStore {
         /// Live records it may pass where they lie below the capacity (`passInPlace`), each a
         /// header read, before it gives up the lap (`passRestOfRing`).
         var passesInPlace: Int
+        /// Whether unread records are relocated too (below the capacity or the compaction
+        /// threshold). A count limit relocates only read ones: relocating keeps the count.
+        var relocatesUnread = true
 
         init(forPlacing size: Int) {
             relocationBytes = max(8 * size, 64 << 10)
@@ -79,11 +82,11 @@ extension CacheStore {
         if header.kind == .entry && header.isLive && header.sequence >= meta.firstValidSequence {
             let belowCapacity = ringEnd < capacity
             let withinBudget = belowCapacity ? budget.relocationBytes > 0 : budget.relocationBytes >= size
-            if header.isExpiredNow {
+            if header.isExpiredNow(maximumAge: maximumAge) && claimExpired(at: tail, header: header) {
                 removeEntry(at: tail, header: header, counter: .expirations)
             } else if withinBudget,
-                      belowCapacity || RecordHeader.wasVisited(in: file, at: tail)
-                        || state.liveRecordBytes <= compactionThreshold,
+                      belowCapacity && budget.relocatesUnread || RecordHeader.wasVisited(in: file, at: tail)
+                        || budget.relocatesUnread && state.liveRecordBytes <= compactionThreshold,
                       makeRunAtHead(of: size) {
                 budget.relocationBytes -= size
                 relocate(from: tail, header: header)

@@ -25,7 +25,10 @@ enum FileLayout {
     /// The format this code writes. A file whose read version is newer is refused; a file whose
     /// write version is newer (but read version is not) is opened read-only.
     static let formatVersion: UInt32 = 2
+    /// The read version of a file with no maximum age: version-1 readers read it correctly.
     static let readVersion: UInt32 = 1
+    /// The read version of a file with a maximum age, which readers must apply (FORMAT.md 2.5).
+    static let maximumAgeReadVersion: UInt32 = 2
 
     static let minimumPageSize = 4096
     static let maximumPageSize = 65536

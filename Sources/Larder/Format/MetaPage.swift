@@ -38,6 +38,10 @@ struct Meta: Equatable {
     var drainingIndex: IndexLocation
     /// Random at creation; seeds every record checksum of this file.
     var checksumSeed: UInt32
+    /// The most entries the file holds; 0 for no limit (FORMAT.md 2.1, version 2).
+    var countLimit: UInt64 = 0
+    /// Milliseconds after its time stored that an entry counts as expired; 0 for no limit.
+    var maximumAge: UInt64 = 0
 
     /// Encoded size; the CRC covers the bytes before it.
     static let encodedSize = 128
@@ -47,7 +51,13 @@ struct Meta: Equatable {
         static let magic = 0, writeVersion = 8, readVersion = 12, sequence = 16, pageSize = 24
         static let capacity = 32, fileSize = 40, createdAt = 48, firstValidSequence = 56
         static let activeOffset = 64, activeSlots = 72, drainingOffset = 80, drainingSlots = 88
-        static let checksumSeed = 96
+        static let checksumSeed = 96, countLimit = 100, maximumAge = 108
+    }
+
+    /// The read version a file with these limits needs: a reader of version 1 would return
+    /// entries past the maximum age (FORMAT.md 2.5).
+    var neededReadVersion: UInt32 {
+        maximumAge == 0 ? FileLayout.readVersion : FileLayout.maximumAgeReadVersion
     }
 
     func encode(into buffer: UnsafeMutableRawBufferPointer) {
@@ -70,6 +80,8 @@ struct Meta: Equatable {
         put(UInt64(drainingIndex.offset), Field.drainingOffset)
         put(UInt64(drainingIndex.slotCount), Field.drainingSlots)
         put(checksumSeed, Field.checksumSeed)
+        put(countLimit, Field.countLimit)
+        put(maximumAge, Field.maximumAge)
         let crc = lrd_crc32c(0, buffer.baseAddress!, Meta.checksumOffset)
         put(crc, Meta.checksumOffset)
     }
@@ -102,7 +114,9 @@ struct Meta: Equatable {
             firstValidSequence: get(UInt64.self, Field.firstValidSequence),
             activeIndex: IndexLocation(offset: int(Field.activeOffset), slotCount: int(Field.activeSlots)),
             drainingIndex: IndexLocation(offset: int(Field.drainingOffset), slotCount: int(Field.drainingSlots)),
-            checksumSeed: get(UInt32.self, Field.checksumSeed)
+            checksumSeed: get(UInt32.self, Field.checksumSeed),
+            countLimit: get(UInt64.self, Field.countLimit),
+            maximumAge: get(UInt64.self, Field.maximumAge)
         ))
     }
 
@@ -136,6 +150,14 @@ struct Meta: Equatable {
             }
         }
         return nil
+    }
+
+    /// This copy with the standing limits `configuration` asks for (nil keeps a limit as it is).
+    func withLimits(of configuration: CacheStore.Configuration) -> Meta {
+        var meta = self
+        meta.countLimit = configuration.countLimit ?? countLimit
+        meta.maximumAge = configuration.maximumAge ?? maximumAge
+        return meta
     }
 
     /// Whether the draining index shares bytes with the active one: writers never place them so

@@ -32,6 +32,10 @@ struct RecordHeader: Equatable {
     var kind: RecordKind
     var flags: UInt8
     var isLive: Bool
+    /// Bits 1-7 of the access byte: how far reads have pushed a sliding entry's expiry
+    /// (FORMAT.md 4.8). As read with the header; kept when the record is relocated. (Beside the
+    /// other bytes: the header stays 68 bytes, as every copy of it on the read path costs.)
+    var slideCount: UInt8 = 0
     var keyLength: Int
     var storedLength: Int
     var rawLength: Int
@@ -61,6 +65,10 @@ struct RecordHeader: Equatable {
     /// The entry was written inside the span (in the room of a dead entry, or over the entry it
     /// replaced), not at the head: recovery does not put the head after it.
     static let placedInSpanFlag: UInt8 = 2
+    /// The entry's expiry slides: reads push it back (FORMAT.md 4.8).
+    static let slidingFlag: UInt8 = 4
+    /// The largest slide count (7 bits).
+    static let maximumSlideCount: UInt8 = 127
 
     enum Field {
         static let magic = 0, kind = 2, flags = 3, state = 4, access = 5, keyLength = 6
@@ -81,6 +89,24 @@ struct RecordHeader: Equatable {
 
     var isCompressed: Bool { flags & RecordHeader.compressedFlag != 0 }
     var wasPlacedInSpan: Bool { flags & RecordHeader.placedInSpanFlag != 0 }
+    var isSliding: Bool { flags & RecordHeader.slidingFlag != 0 }
+
+    /// A sliding entry's window in milliseconds (its expiry less its time stored), and the step
+    /// by which a read pushes its expiry: an eighth of the window, at least 1 ms.
+    var slideWindow: UInt64 { expiresAt > storedAt ? expiresAt - storedAt : 1 }
+    var slideStep: UInt64 { max(1, (slideWindow + 7) / 8) }
+
+    /// When the entry expires with `slideCount` pushes: its expiry, pushed for a sliding entry.
+    func expiry(slideCount: UInt8) -> UInt64 {
+        isSliding ? expiresAt &+ UInt64(slideCount) &* slideStep : expiresAt
+    }
+
+    /// The slide count a read at `now` sets, so that the entry lives at least a window from now.
+    func slideCount(forReadAt now: UInt64) -> UInt8 {
+        let wanted = now &+ slideWindow
+        guard wanted > expiresAt else { return 0 }
+        return UInt8(min(UInt64(RecordHeader.maximumSlideCount), (wanted - expiresAt + slideStep - 1) / slideStep))
+    }
 
     /// Total bytes of the record in the ring.
     @inline(__always)
@@ -89,10 +115,26 @@ struct RecordHeader: Equatable {
                        : RecordHeader.size &+ storedLength
     }
 
-    func isExpired(now: UInt64) -> Bool { expiresAt != 0 && expiresAt <= now }
+    /// Whether the entry is expired at `now`: by its own expiry, or by the file's maximum age in
+    /// milliseconds (0: none; FORMAT.md 4.5). An entry stored after `now` (another clock) is not
+    /// over age.
+    func isExpired(now: UInt64, maximumAge: UInt64) -> Bool {
+        (expiresAt != 0 && expiry(slideCount: slideCount) <= now) || isOverAge(now: now, maximumAge: maximumAge)
+    }
 
-    /// Reads the clock only for records that can expire.
-    var isExpiredNow: Bool { expiresAt != 0 && expiresAt <= SystemCall.nowMilliseconds() }
+    /// Whether the entry was stored `maximumAge` milliseconds or more before `now` (0: no limit).
+    func isOverAge(now: UInt64, maximumAge: UInt64) -> Bool {
+        maximumAge != 0 && storedAt <= now && now - storedAt >= maximumAge
+    }
+
+    /// `isExpired(now:maximumAge:)` now: the one check every read and write makes. An entry
+    /// without an expiry, in a file without a maximum age, is answered by one predictable
+    /// compare (as the expiry alone was), and the clock is read only for the others.
+    @inline(__always)
+    func isExpiredNow(maximumAge: UInt64) -> Bool {
+        guard expiresAt | maximumAge != 0 else { return false }
+        return isExpired(now: SystemCall.nowMilliseconds(), maximumAge: maximumAge)
+    }
 
     /// The first 8 bytes as one little-endian word. They change only as a whole (atomically), so
     /// that a reader's compare-and-swap of the access bit lands only where the word is exactly the
@@ -103,6 +145,8 @@ struct RecordHeader: Equatable {
         static let accessShift: UInt64 = 40
         static let liveBit: UInt64 = 1 << 32
         static let visitedBit: UInt64 = 1 << 40
+        /// Bits 41-47: the slide count of a sliding entry.
+        static let slideShift: UInt64 = 41
 
         static func compose(kind: RecordKind, flags: UInt8, keyLength: Int) -> UInt64 {
             UInt64(RecordHeader.magic) | UInt64(kind.rawValue) << 16 | UInt64(flags) << 24 | UInt64(keyLength) << 48
@@ -150,7 +194,8 @@ struct RecordHeader: Equatable {
         // A plain store, not a read-modify-write: until the record is live no one else writes
         // its first word (a reader's access-bit swap expects the live bit).
         if isLive {
-            lrd_store_release_u64(record, (word0 | Word0.liveBit | (visited ? Word0.visitedBit : 0)).littleEndian)
+            lrd_store_release_u64(record, (word0 | Word0.liveBit | (visited ? Word0.visitedBit : 0)
+                                           | UInt64(slideCount) << Word0.slideShift).littleEndian)
         }
     }
 
@@ -208,6 +253,7 @@ struct RecordHeader: Equatable {
             kind: kind,
             flags: UInt8(truncatingIfNeeded: word >> 24),
             isLive: UInt8(truncatingIfNeeded: word >> Word0.stateShift) == 1,
+            slideCount: UInt8(truncatingIfNeeded: word >> Word0.slideShift) & RecordHeader.maximumSlideCount,
             keyLength: Int(word >> 48),
             storedLength: Int(UInt32(truncatingIfNeeded: lengths)),
             rawLength: Int(lengths >> 32),
@@ -294,6 +340,42 @@ struct RecordHeader: Equatable {
     /// describes it. If the record was replaced in the meantime the swap fails and nothing is
     /// written. A record already marked is left alone: no locked instruction, and no store that
     /// would dirty its page (read-mostly workloads would otherwise write pages back to disk).
+    /// Called by readers of a sliding entry at `now`, without the writer lock, before their final
+    /// re-check: sets the access bit and pushes the slide count up to what the read asks for, with
+    /// compare-and-swaps of the first word that expect it live, of `header`'s kind, flags and key
+    /// length (FORMAT.md 4.8). Gives up when the word is another's, or already pushed as far.
+    static func pushExpiry(_ record: UnsafeMutableRawPointer, header: RecordHeader, now: UInt64) {
+        let wanted = UInt64(header.slideCount(forReadAt: now))
+        let identity = Word0.compose(kind: header.kind, flags: header.flags, keyLength: header.keyLength) | Word0.liveBit
+        let identityMask: UInt64 = 0xFFFF_00FF_FFFF_FFFF
+        var word = UInt64(littleEndian: lrd_load_acquire_u64(record))
+        while word & identityMask == identity {
+            let count = word >> Word0.slideShift & UInt64(maximumSlideCount)
+            if count >= wanted && word & Word0.visitedBit != 0 { return }
+            let pushed = word & ~(UInt64(0xFF) << Word0.accessShift) | Word0.visitedBit | max(count, wanted) << Word0.slideShift
+            if lrd_cas_u64(record, word.littleEndian, pushed.littleEndian) != 0 { return }
+            word = UInt64(littleEndian: lrd_load_acquire_u64(record))
+        }
+    }
+
+    /// Writer: marks the sliding entry at `record`, found expired as `header` describes it, dead
+    /// if it is still expired at `now` by the slide count its first word holds, in one
+    /// compare-and-swap: a reader's push that lands first keeps it live (FORMAT.md 4.8).
+    /// Returns whether the entry is dead (it was marked, or found so).
+    static func markDeadIfStillExpired(_ record: UnsafeMutableRawPointer, header: RecordHeader, now: UInt64,
+                                       maximumAge: UInt64) -> Bool {
+        var word = UInt64(littleEndian: lrd_load_acquire_u64(record))
+        while word & Word0.liveBit != 0 {
+            var current = header
+            current.slideCount = UInt8(truncatingIfNeeded: word >> Word0.slideShift) & maximumSlideCount
+            guard current.isExpired(now: now, maximumAge: maximumAge) else { return false }
+            let dead = word & ~(UInt64(0xFF) << Word0.stateShift)
+            if lrd_cas_u64(record, word.littleEndian, dead.littleEndian) != 0 { return true }
+            word = UInt64(littleEndian: lrd_load_acquire_u64(record))
+        }
+        return true
+    }
+
     @inline(__always)
     static func markVisited(_ record: UnsafeMutableRawPointer, header: RecordHeader) {
         markVisited(record, kind: header.kind, flags: header.flags, keyLength: header.keyLength)

@@ -158,7 +158,7 @@ extension CacheStore {
                 if indexStayedAsRead() { continue }
                 return false
             }
-            if header.isExpired(now: now) { listing.removeLast() }
+            if header.isExpired(now: now, maximumAge: maximumAge) { listing.removeLast() }
         }
         // The tables read were the view's only if no meta page was written since: one that no
         // longer names a table lets its space be reused.

@@ -21,6 +21,10 @@ struct ReadView {
     let draining: HashTable?
     /// The shared state's change counter when the meta copy behind this view was taken.
     let changeCounter: UInt64
+    /// The file's maximum age in milliseconds (0: none): older entries count as expired. Set in
+    /// the views readers take (`publishView`); a writer's own lookups (`currentView`) leave it 0
+    /// and take the limit from `CacheStore.limits`, which saves their every write the copy.
+    var maximumAge: UInt64 = 0
 
     /// Finds the live entry for `key`, checking its header, bounds and key bytes (not the value's
     /// checksum: callers that hand out the value do that).
@@ -85,7 +89,7 @@ struct ReadView {
             // `offset < limit`: the room passed is positive; the call checks it holds a header.
             guard offset >= ringStart, offset < limit else { return nil }
             let result = lrd_entry_copy(base + offset, UInt64(limit &- offset), seed, firstValidSequence,
-                                        key.baseAddress, key.count, buffer.baseAddress, buffer.count)
+                                        key.baseAddress, key.count, buffer.baseAddress, buffer.count, maximumAge)
             guard UInt8(truncatingIfNeeded: result.outcome) != UInt8(LRD_ENTRY_OTHER) else { return nil }
             return EntryCopy(offset: offset, sequence: result.sequence, outcome: result.outcome)
         }?.found

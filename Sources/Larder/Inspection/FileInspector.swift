@@ -202,6 +202,10 @@
     /// 0 when no index migration is in progress.
     public let drainingIndexOffset: Int
     public let drainingIndexSlots: Int
+    /// The standing count limit; 0 for none.
+    public let countLimit: UInt64
+    /// The standing maximum age in milliseconds; 0 for none.
+    public let maximumAge: UInt64
 
     init(_ meta: Meta, sequenceInUse: UInt64, diskSize: Int) {
         writeVersion = meta.writeVersion
@@ -218,6 +222,8 @@
         activeIndexSlots = meta.activeIndex.slotCount
         drainingIndexOffset = meta.drainingIndex.offset
         drainingIndexSlots = meta.drainingIndex.slotCount
+        countLimit = meta.countLimit
+        maximumAge = meta.maximumAge
     }
 
     /// Offset of the data area (the ring).

@@ -53,7 +53,7 @@ extension FileInspector {
             var entry = entryRecord(header, at: offset, damage: !intact ? "data checksum mismatch"
                                     : value == nil ? "compressed value does not decode" : nil)
             entry.isIndexed = true
-            if header.isExpired(now: SystemCall.nowMilliseconds()) { return .expired(entry) }
+            if header.isExpired(now: SystemCall.nowMilliseconds(), maximumAge: meta.maximumAge) { return .expired(entry) }
             guard let value else { return .damaged(entry) }
             return .found(entry, value)
         }

@@ -57,7 +57,10 @@
 
     public var isIntact: Bool { damage == nil }
 
-    public func isExpired(now: UInt64) -> Bool { expiresAt != 0 && expiresAt <= now }
+    /// Whether it is expired at `now`, by its expiry or by the file's maximum age (0: none).
+    public func isExpired(now: UInt64, maximumAge: UInt64 = 0) -> Bool {
+        (expiresAt != 0 && expiresAt <= now) || (maximumAge != 0 && storedAt <= now && now - storedAt >= maximumAge)
+    }
 }
 
 /// An index segment record as found in the ring.

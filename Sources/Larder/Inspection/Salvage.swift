@@ -100,7 +100,7 @@ extension FileInspector {
         var expired = 0
         var current: [EntryRecord] = []
         for entry in newest.values {
-            if entry.isExpired(now: now) { expired += 1 } else { current.append(entry) }
+            if entry.isExpired(now: now, maximumAge: meta.maximumAge) { expired += 1 } else { current.append(entry) }
         }
         // Newest first, as many as the new capacity could hold; writing the older ones too would
         // only have them evicted again. One that no file of this capacity could ever hold (beside
@@ -123,7 +123,9 @@ extension FileInspector {
         do throws(LarderError) {
             let cache = try Cache(path: temporary, options: .init(
                 capacity: .bytes(capacity), pageSize: meta.pageSize, permissions: attributes.permissions,
-                compressionThreshold: 0))
+                compressionThreshold: 0,
+                countLimit: meta.countLimit == 0 ? nil : Int(clamping: meta.countLimit),
+                maximumAge: meta.maximumAge == 0 ? nil : Double(meta.maximumAge) / 1000))
             for entry in fitting.reversed() {
                 guard let value = value(of: entry) else {
                     dropped.append(.init(offset: entry.offset, key: entry.key, keyIsProbable: false,

@@ -14,8 +14,8 @@ import CLarderSupport
 final class PublishedView: @unchecked Sendable {
     private enum Word {
         static let sequence = 0, limit = 1, firstValidSequence = 2, activeSlots = 3, activeCount = 4
-        static let drainingSlots = 5, drainingCount = 6, changeCounter = 7
-        static let count = 8
+        static let drainingSlots = 5, drainingCount = 6, changeCounter = 7, maximumAge = 8
+        static let count = 9
     }
 
     private let words: UnsafeMutablePointer<UInt64>
@@ -49,6 +49,7 @@ final class PublishedView: @unchecked Sendable {
         set(Word.drainingSlots, UInt64(UInt(bitPattern: view.draining?.slots)))
         set(Word.drainingCount, UInt64(view.draining?.slotCount ?? 0))
         set(Word.changeCounter, view.changeCounter)
+        set(Word.maximumAge, view.maximumAge)
         lrd_store_release_u64(words + Word.sequence, sequence &+ 2)
     }
 
@@ -60,7 +61,7 @@ final class PublishedView: @unchecked Sendable {
             let limit = get(Word.limit), firstValid = get(Word.firstValidSequence)
             let activeSlots = get(Word.activeSlots), activeCount = get(Word.activeCount)
             let drainingSlots = get(Word.drainingSlots), drainingCount = get(Word.drainingCount)
-            let changeCounter = get(Word.changeCounter)
+            let changeCounter = get(Word.changeCounter), maximumAge = get(Word.maximumAge)
             lrd_fence_acquire()
             guard sequence & 1 == 0, lrd_load_relaxed_u64(words + Word.sequence) == sequence,
                   let active = UnsafeMutablePointer<UInt64>(bitPattern: UInt(activeSlots)) else {
@@ -74,7 +75,7 @@ final class PublishedView: @unchecked Sendable {
                 active: HashTable(checkedSlots: active, slotCount: Int(truncatingIfNeeded: activeCount)),
                 draining: UnsafeMutablePointer<UInt64>(bitPattern: UInt(drainingSlots))
                     .map { HashTable(checkedSlots: $0, slotCount: Int(truncatingIfNeeded: drainingCount)) },
-                changeCounter: changeCounter)
+                changeCounter: changeCounter, maximumAge: maximumAge)
         }
     }
 
