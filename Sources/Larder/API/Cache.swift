@@ -394,14 +394,10 @@ public final class Cache: @unchecked Sendable {
         // See `read`: the caller's key starts loading now.
         if let start = key.baseAddress { lrd_prefetch(start) }
         if !isClosed {
-            let answer = storeReference._withUnsafeGuaranteedRef { store -> CacheStore.Attempt<Int>? in
-                guard let view = store.publishedViewIfCurrent() else { return nil }
-                return store.attemptCopy(forKey: key, in: view, toBuffer: buffer)
-            }
-            switch answer {
+            switch storeReference._withUnsafeGuaranteedRef({ $0.attemptCopy(forKey: key, toBuffer: buffer) }) {
             case .answered(let length): return length
             case .absent: return nil
-            case .unsettled, nil: break
+            case .unsettled: break
             }
         }
         return try copyValueCarefully(forKeyBytes: key, into: buffer)
@@ -628,6 +624,7 @@ public final class Cache: @unchecked Sendable {
     /// Runs a write: the in-process exclusive lock, then the writer lock shared with every
     /// process (which also brings this process's view of the file up to date). `body` gets the
     /// store borrowed (`lend`).
+    @inline(__always)
     func write<R>(_ body: (CacheStore) throws(LarderError) -> R) throws(LarderError) -> R {
         try beginWrite()
         defer { endWrite() }

@@ -227,6 +227,13 @@ extension CacheStore {
     /// Anything else (an invalid key, an entry it did not copy, a record or index that changed)
     /// is `.unsettled`, for `copyValue(forKey:in:includingExpired:into:)` to start over.
     @inline(__always)
+    func attemptCopy(forKey key: UnsafeRawBufferPointer, toBuffer buffer: UnsafeMutableRawBufferPointer) -> Attempt<Int> {
+        guard let view = publishedViewIfCurrent() else { return .unsettled }
+        return attemptCopy(forKey: key, in: view, toBuffer: buffer)
+    }
+
+    /// `attemptCopy(forKey:toBuffer:)` through `view`.
+    @inline(__always)
     func attemptCopy(forKey key: UnsafeRawBufferPointer, in view: ReadView,
                      toBuffer buffer: UnsafeMutableRawBufferPointer) -> Attempt<Int> {
         guard key.count > 0, key.count <= CacheStore.maximumKeyLength else { return .unsettled }
