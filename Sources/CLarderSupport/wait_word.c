@@ -9,13 +9,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #elif defined(__APPLE__)
-/* The kernel's compare-and-wait, which libdispatch and os_sync_wait_on_address are built on. Declared
- * here: no public header has it. UL_COMPARE_AND_WAIT_SHARED works across processes on a shared
- * mapping. */
-extern int __ulock_wait(uint32_t operation, void *address, uint64_t value, uint32_t timeout_us);
-extern int __ulock_wake(uint32_t operation, void *address, uint64_t wake_value);
-#define LRD_UL_COMPARE_AND_WAIT_SHARED 3
-#define LRD_ULF_WAKE_ALL 0x00000100
+/* os_sync_wait_on_address (macOS 14.4, iOS 17.4 and later), public, with the shared flag: it works
+ * across processes on a shared mapping. Where it is missing, a short sleep (no private call such
+ * as __ulock_wait, which App Store review refuses). */
+#if __has_include(<os/os_sync_wait_on_address.h>)
+#include <os/clock.h>
+#include <os/os_sync_wait_on_address.h>
+#define LRD_HAS_OS_SYNC 1
+#endif
 #endif
 
 /* Linux: FUTEX_WAIT without FUTEX_PRIVATE_FLAG (the word is in a file mapping other processes
@@ -28,13 +29,19 @@ int lrd_wait_word(const void *word, uint32_t expected, uint32_t timeout_ms) {
     if (errno == EAGAIN || errno == EINTR) return 0;
     if (errno == ETIMEDOUT) return 1;
     return -errno;
-#elif defined(__APPLE__)
-    uint32_t micros = timeout_ms > UINT32_MAX / 1000 ? UINT32_MAX : timeout_ms * 1000;
-    int rc = __ulock_wait(LRD_UL_COMPARE_AND_WAIT_SHARED, (void *)word, expected, micros);
-    if (rc >= 0) return 0;
-    if (errno == EINTR || errno == EFAULT) return 0;
-    if (errno == ETIMEDOUT) return 1;
-    return -errno;
+#elif defined(__APPLE__) && defined(LRD_HAS_OS_SYNC)
+    if (__builtin_available(macOS 14.4, iOS 17.4, tvOS 17.4, watchOS 10.4, *)) {
+        if (timeout_ms == 0) return 1;  /* the call refuses a timeout of 0 */
+        int rc = os_sync_wait_on_address_with_timeout((void *)word, expected, sizeof(uint32_t), OS_SYNC_WAIT_ON_ADDRESS_SHARED,
+                                                      OS_CLOCK_MACH_ABSOLUTE_TIME, (uint64_t)timeout_ms * 1000000u);
+        if (rc >= 0) return 0;
+        if (errno == EINTR || errno == EFAULT || errno == EAGAIN) return 0;
+        if (errno == ETIMEDOUT) return 1;
+        return -errno;
+    }
+    struct timespec pause = { .tv_sec = 0, .tv_nsec = (long)(timeout_ms < 10 ? timeout_ms : 10) * 1000000L };
+    nanosleep(&pause, NULL);
+    return 1;
 #else
     (void)word; (void)expected;
     struct timespec pause = { .tv_sec = 0, .tv_nsec = (long)(timeout_ms < 10 ? timeout_ms : 10) * 1000000L };
@@ -46,8 +53,9 @@ int lrd_wait_word(const void *word, uint32_t expected, uint32_t timeout_ms) {
 void lrd_wake_word(const void *word) {
 #if defined(__linux__)
     (void)syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-#elif defined(__APPLE__)
-    (void)__ulock_wake(LRD_UL_COMPARE_AND_WAIT_SHARED | LRD_ULF_WAKE_ALL, (void *)word, 0);
+#elif defined(__APPLE__) && defined(LRD_HAS_OS_SYNC)
+    if (__builtin_available(macOS 14.4, iOS 17.4, tvOS 17.4, watchOS 10.4, *))
+        (void)os_sync_wake_by_address_all((void *)word, sizeof(uint32_t), OS_SYNC_WAKE_BY_ADDRESS_SHARED);
 #else
     (void)word;
 #endif
