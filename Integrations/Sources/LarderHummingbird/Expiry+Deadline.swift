@@ -18,6 +18,8 @@ extension Expiry {
         switch self {
         case .never: nil
         case .seconds(let seconds): Date(timeIntervalSinceNow: seconds)
+        // The end of the first window: reads may push it later.
+        case .sliding(let seconds): Date(timeIntervalSinceNow: seconds)
         case .date(let date): date
         }
     }
