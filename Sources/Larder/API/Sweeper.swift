@@ -37,6 +37,9 @@ final class Sweeper: @unchecked Sendable {
             condition.lock()
         }
         running = false
+        // The thread holds this sweeper (its body calls `run`): let it go, so that neither keeps
+        // the other alive once the thread ends.
+        thread = nil
         condition.broadcast()
         condition.unlock()
     }
