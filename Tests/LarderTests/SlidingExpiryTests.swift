@@ -11,7 +11,7 @@ struct SlidingExpiryTests {
         try Array(key.utf8).withUnsafeBytes { keyBytes in
             try [UInt8]([7, 7]).withUnsafeBytes { value in
                 try cache.write { _ throws(LarderError) in
-                    try cache.store.put(key: keyBytes, value: value, compress: false, expiry: .sliding(10), storedAt: storedAt)
+                    try cache.store.put(key: keyBytes, value: value, compress: false, expiry: .sliding(60), storedAt: storedAt)
                 }
             }
         }

@@ -34,6 +34,14 @@ public enum Expiry: Hashable, Sendable {
         return 0
     }
 
+    /// The deadline of an entry stored at `storedAt` and written at `now`: a sliding window counts
+    /// from the time stored, so that the record holds exactly the window (FORMAT.md 4.8).
+    @inline(__always)
+    func deadline(now: UInt64, storedAt: UInt64) -> UInt64 {
+        if case .sliding = self { return deadline(now: storedAt) }
+        return deadline(now: now)
+    }
+
     /// Milliseconds since the Unix epoch to store in the record; 0 means never.
     func deadline(now: UInt64) -> UInt64 {
         switch self {

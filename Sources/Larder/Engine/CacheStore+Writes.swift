@@ -20,9 +20,10 @@ extension CacheStore {
         // Refuses a value that cannot fit before any entry changes, so that it loses nothing.
         let (size, compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: compress)
         let now = SystemCall.nowMilliseconds()
-        let deadline = expiry.deadline(now: now)
+        let storedAt = storedAt ?? now
+        let deadline = expiry.deadline(now: now, storedAt: storedAt)
         let entry = NewEntry(key: key, value: value, stored: value, flags: expiry.flags(now: now, deadline: deadline),
-                             compressing: compressing, storedAt: storedAt ?? now, expiresAt: deadline,
+                             compressing: compressing, storedAt: storedAt, expiresAt: deadline,
                              isFromThisMap: file.mapsAnyOf(key) || file.mapsAnyOf(value))
         // A replaced entry whose room takes the new record is written over (FORMAT.md 6.9): no
         // room taken at the head, nothing evicted, no slot changed.
