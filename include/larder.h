@@ -366,12 +366,14 @@ struct larder_entry_info {
     uint8_t compressed;   /* 1 when the value is stored LZ4-compressed */
     uint8_t read;         /* 1 when the value was read since it was stored, or since eviction last
                              passed it and gave it a second chance (its access bit) */
-    uint16_t reserved;
+    uint8_t sliding;      /* 1 when reads push its expiry back (larder_put_sliding) */
+    uint8_t reserved;
     uint64_t size;        /* the value's length as callers see it (decompressed) */
     uint64_t stored_size; /* the value's length as stored */
     uint64_t record_size; /* bytes the entry's record takes in the file */
     uint64_t stored_at;   /* when it was stored: milliseconds since the Unix epoch */
-    uint64_t expires_at;  /* when it expires: milliseconds since the Unix epoch; 0 = never */
+    uint64_t expires_at;  /* when it expires: milliseconds since the Unix epoch; 0 = never;
+                             pushed back by reads when sliding */
 };
 
 /* Fills the first info->struct_size bytes of *info with what the cache holds for the key (set

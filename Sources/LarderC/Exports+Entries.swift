@@ -15,7 +15,7 @@ public func larderEntryInfo(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRa
         }
         let filled = larder_entry_info(
             struct_size: UInt32(min(size, MemoryLayout<larder_entry_info>.size)),
-            compressed: details.compressed ? 1 : 0, read: details.read ? 1 : 0, reserved: 0,
+            compressed: details.compressed ? 1 : 0, read: details.read ? 1 : 0, sliding: details.sliding ? 1 : 0, reserved: 0,
             size: UInt64(details.size), stored_size: UInt64(details.storedSize), record_size: UInt64(details.recordSize),
             stored_at: milliseconds(details.storedAt), expires_at: details.expiresAt.map(milliseconds) ?? 0)
         Arguments.fill(info, size, with: filled)

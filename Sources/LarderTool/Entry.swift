@@ -44,6 +44,7 @@ extension LarderCommand {
             table.add(["compressed", entry.isCompressed ? "yes" : "no"])
             table.add(["stored at", TimeFormat.date(entry.storedAt)])
             table.add(["expires", TimeFormat.expiry(entry.expiresAt, now: TimeFormat.nowMilliseconds())])
+            table.add(["sliding", entry.isSliding ? "yes" : "no"])
             table.add(["read", entry.wasRead ? "yes" : "no"])
             table.add(["intact", entry.isIntact ? "yes" : "no"])
             return table.render()

@@ -57,6 +57,7 @@ extension JSONLine {
         line.add("record_size", entry.recordSize)
         line.add("compressed", entry.isCompressed)
         line.add("expires_at", entry.expiresAt == 0 ? nil : entry.expiresAt)
+        line.add("sliding", entry.isSliding)
         line.add("expired", entry.isExpired(now: TimeFormat.nowMilliseconds(), maximumAge: maximumAge))
         line.add("stored_at", entry.storedAt)
         line.add("read", entry.wasRead)

@@ -23,6 +23,9 @@ extension LarderCommand {
         /// A hundred years: longer is a mistake (`inf`, `1e300`), not an expiry.
         static let longestTTL: Double = 100 * 365.25 * 86_400
 
+        @Flag(help: "Make --ttl a sliding window: each read pushes the expiry back.")
+        var sliding = false
+
         @Flag(help: "Store the value LZ4-compressed (when that saves space).")
         var lz4 = false
 
@@ -41,6 +44,7 @@ extension LarderCommand {
             if let ttl, !(ttl > 0 && ttl <= Self.longestTTL) {
                 throw ValidationError("--ttl must be a positive number of seconds, at most \(Int(Self.longestTTL)) (100 years)")
             }
+            if sliding && ttl == nil { throw ValidationError("--sliding needs --ttl, the window in seconds") }
             try validateCapacity(capacity)
         }
 
@@ -65,7 +69,7 @@ extension LarderCommand {
                 if !isNew, let requested = capacity.flatMap({ ByteFormat.parseSize($0) }), requested != cache.capacity {
                     Output.error("\(cacheFile.file) exists and keeps its capacity of \(ByteFormat.size(cache.capacity)); `larder compact --capacity` changes it")
                 }
-                try cache.set(value, forKey: keyBytes, expiry: ttl.map { .seconds($0) }, compression: lz4 ? .lz4 : Compression.none)
+                try cache.set(value, forKey: keyBytes, expiry: ttl.map { sliding ? .sliding($0) : .seconds($0) }, compression: lz4 ? .lz4 : Compression.none)
                 try cache.close()
             }
         }

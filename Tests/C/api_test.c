@@ -803,13 +803,16 @@ static void test_entry_info(void) {
     info.struct_size = sizeof info;
     CHECK(larder_entry_info(db, "k", 1, &info) == LARDER_OK);
     CHECK(info.struct_size == sizeof info && info.size == 5 && info.stored_size == 5 && info.record_size >= 48 + 6);
-    CHECK(info.compressed == 0 && info.read == 0 && info.reserved == 0);
+    CHECK(info.compressed == 0 && info.read == 0 && info.sliding == 0 && info.reserved == 0);
     CHECK(info.stored_at / 1000 + 1 >= (uint64_t)before && info.expires_at >= info.stored_at + 59000);
     char buf[8];
     size_t len = 0;
     CHECK(larder_get(db, "k", 1, buf, sizeof buf, &len) == LARDER_OK);
     CHECK(larder_entry_info(db, "k", 1, &info) == LARDER_OK && info.read == 1);
     CHECK(larder_entry_info(db, "absent", 6, &info) == LARDER_NOT_FOUND);
+    CHECK(larder_put_sliding(db, "s", 1, "v", 1, 60000) == LARDER_OK);
+    CHECK(larder_entry_info(db, "s", 1, &info) == LARDER_OK && info.sliding == 1);
+    CHECK(info.expires_at >= info.stored_at + 59000);
     CHECK(larder_entry_info(db, "k", 1, NULL) == LARDER_INVALID_ARGUMENT);
     CHECK(larder_entry_info(db, NULL, 0, &info) == LARDER_INVALID_ARGUMENT);
     info.struct_size = 4;
@@ -817,8 +820,7 @@ static void test_entry_info(void) {
     /* An older, shorter struct: only its fields are written. */
     struct {
         uint32_t struct_size;
-        uint8_t compressed, read;
-        uint16_t reserved;
+        uint8_t compressed, read, sliding, reserved;
         uint64_t size;
         uint64_t guard;
     } old;

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Larder
+@_spi(Inspection) @testable import Larder
 
 /// Expiries that reads push back (`Expiry.sliding`, FORMAT.md 4.8).
 @Suite("Sliding expiry")
@@ -49,6 +49,21 @@ struct SlidingExpiryTests {
         }
         #expect(kept)
         #expect(try cache.bytes(forKey: "s") == [7, 7])
+    }
+
+    @Test func detailsAndInspectionShowThePushedExpiry() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try setHalfSpent("s", in: cache)
+        let stored = try entry("s", in: cache).header.expiresAt
+        #expect(try cache.bytes(forKey: "s") == [7, 7])
+        let pushed = try entry("s", in: cache).header.effectiveExpiry
+        #expect(pushed > stored)
+        let details = try #require(try cache.entryDetails(forKey: "s"))
+        #expect(details.sliding && details.expiresAt == Date(millisecondsSince1970: pushed))
+        let record = try #require(try FileInspector(path: directory.path()).walk().entries.first { $0.key == Array("s".utf8) })
+        #expect(record.isSliding && record.expiresAt == pushed)
+        #expect(!record.isExpired(now: stored))
     }
 
     @Test func withoutReadsASlidingEntryExpiresAtItsWindow() throws {

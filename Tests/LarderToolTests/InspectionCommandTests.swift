@@ -175,7 +175,7 @@ struct InspectionCommandTests {
             #expect(found == names)
             #expect(try JSONSerialization.jsonObject(with: Data(line.utf8)) is [String: Any])
         }
-        #expect(masked(String(lines[0])) == #"{"key":"packed","key_hex":"7061636b6564","rank":1,"size":500,"stored_size":12,"record_size":80,"compressed":true,"expires_at":null,"expired":false,"stored_at":T,"read":false,"sequence":4,"offset":20608,"intact":true,"value":"\#(String(repeating: "\\u0007", count: 500))","value_hex":"\#(String(repeating: "07", count: 500))"}"#)
+        #expect(masked(String(lines[0])) == #"{"key":"packed","key_hex":"7061636b6564","rank":1,"size":500,"stored_size":12,"record_size":80,"compressed":true,"expires_at":null,"sliding":false,"expired":false,"stored_at":T,"read":false,"sequence":4,"offset":20608,"intact":true,"value":"\#(String(repeating: "\\u0007", count: 500))","value_hex":"\#(String(repeating: "07", count: 500))"}"#)
         let binary = try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as! [String: Any]
         #expect(binary["key"] is NSNull)
         #expect(binary["key_hex"] as? String == "00ff41")
@@ -183,7 +183,7 @@ struct InspectionCommandTests {
         #expect(binary["value_hex"] as? String == "0001feff")
         let expires = binary["expires_at"] as! Int, stored = binary["stored_at"] as! Int
         #expect(expires - stored >= 3_599_000 && expires - stored <= 3_601_000)
-        #expect(masked(String(lines[2])) == #"{"key":"text","key_hex":"74657874","rank":3,"size":5,"stored_size":5,"record_size":64,"compressed":false,"expires_at":null,"expired":false,"stored_at":T,"read":false,"sequence":2,"offset":20480,"intact":true,"value":"plain","value_hex":"706c61696e"}"#)
+        #expect(masked(String(lines[2])) == #"{"key":"text","key_hex":"74657874","rank":3,"size":5,"stored_size":5,"record_size":64,"compressed":false,"expires_at":null,"sliding":false,"expired":false,"stored_at":T,"read":false,"sequence":2,"offset":20480,"intact":true,"value":"plain","value_hex":"706c61696e"}"#)
         let plain = try Larder.expect(["dump", "--json", "--limit", "1", path]).stdout
         #expect(!plain.contains("value") && plain.hasSuffix("\"intact\":true}\n"))
     }

@@ -47,6 +47,21 @@ struct WritingCommandTests {
         #expect(!FileManager.default.fileExists(atPath: directory.path("new.larder")))
     }
 
+    @Test func putWithASlidingWindow() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Larder.expect(["put", "--ttl", "600", "--sliding", path, "k"], input: Data("v".utf8))
+        let line = try Larder.expect(["dump", "--json", path]).stdout
+        let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+        #expect(object["sliding"] as? Bool == true)
+        let window = (object["expires_at"] as! Int) - (object["stored_at"] as! Int)
+        #expect(window == 600_000)
+        #expect(try Cache(path: path).entryDetails(forKey: "k")?.sliding == true)
+        let refused = try Larder.expect(["put", "--sliding", path, "k"], input: Data("w".utf8), status: 64)
+        #expect(refused.stderr.contains("--sliding needs --ttl"))
+        try Larder.expect(["get", path, "k"], stdout: "v")
+    }
+
     @Test func putWithABinaryKey() throws {
         let directory = TemporaryDirectory()
         let path = directory.path()

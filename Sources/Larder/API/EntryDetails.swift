@@ -4,7 +4,7 @@ import Foundation
 /// and whether it was read. ``Cache/entryDetails(forKey:)`` returns it.
 ///
 /// The names follow the members of `larder dump --json` (docs/CLI.md): `size`, `stored_size`,
-/// `record_size`, `compressed`, `stored_at`, `expires_at`, `read`.
+/// `record_size`, `compressed`, `stored_at`, `expires_at`, `sliding`, `read`.
 ///
 /// The corresponding C type is `larder_entry_info`.
 public struct EntryDetails: Sendable, Hashable {
@@ -18,8 +18,11 @@ public struct EntryDetails: Sendable, Hashable {
     public let compressed: Bool
     /// When the value was stored, to the millisecond.
     public let storedAt: Date
-    /// When the value stops being returned, to the millisecond; nil for never.
+    /// When the value stops being returned, to the millisecond; nil for never. Reads push it
+    /// back for a sliding expiry.
     public let expiresAt: Date?
+    /// Whether the expiry slides: reads push it back (``Expiry/sliding(_:)``).
+    public let sliding: Bool
     /// Whether the value was read since it was stored, or since eviction last passed it and gave
     /// it a second chance (the record's access bit, FORMAT.md 4.3).
     public let read: Bool
@@ -30,7 +33,8 @@ public struct EntryDetails: Sendable, Hashable {
         recordSize = header.totalSize
         compressed = header.isCompressed
         storedAt = Date(millisecondsSince1970: header.storedAt)
-        expiresAt = header.expiresAt == 0 ? nil : Date(millisecondsSince1970: header.expiresAt)
+        expiresAt = header.expiresAt == 0 ? nil : Date(millisecondsSince1970: header.effectiveExpiry)
+        sliding = header.isSliding
         read = wasRead
     }
 }

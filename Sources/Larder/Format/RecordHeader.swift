@@ -96,6 +96,9 @@ struct RecordHeader: Equatable {
     var slideWindow: UInt64 { expiresAt > storedAt ? expiresAt - storedAt : 1 }
     var slideStep: UInt64 { max(1, (slideWindow + 7) / 8) }
 
+    /// When the entry expires now: its expiry, pushed back by reads for a sliding entry.
+    var effectiveExpiry: UInt64 { expiry(slideCount: slideCount) }
+
     /// When the entry expires with `slideCount` pushes: its expiry, pushed for a sliding entry.
     func expiry(slideCount: UInt8) -> UInt64 {
         isSliding ? expiresAt &+ UInt64(slideCount) &* slideStep : expiresAt

@@ -37,8 +37,10 @@
     public let storedLength: Int
     public let isCompressed: Bool
     public let sequence: UInt64
-    /// Milliseconds since the Unix epoch; 0 = never.
+    /// Milliseconds since the Unix epoch; 0 = never. Pushed back by reads for a sliding entry.
     public let expiresAt: UInt64
+    /// Reads push its expiry back (FORMAT.md 4.8).
+    public let isSliding: Bool
     /// Milliseconds since the Unix epoch.
     public let storedAt: UInt64
     /// Its state byte says live.
@@ -219,7 +221,7 @@ extension FileInspector {
             offset: offset, recordSize: header.totalSize,
             key: Array(file.bytes(at: offset + RecordHeader.size, count: header.keyLength)),
             rawLength: header.rawLength, storedLength: header.storedLength, isCompressed: header.isCompressed,
-            sequence: header.sequence, expiresAt: header.expiresAt, storedAt: header.storedAt,
+            sequence: header.sequence, expiresAt: header.effectiveExpiry, isSliding: header.isSliding, storedAt: header.storedAt,
             isLive: header.isLive, isCurrent: header.isLive && header.sequence >= meta.firstValidSequence,
             wasRead: RecordHeader.wasVisited(in: file, at: offset), damage: damage)
     }
