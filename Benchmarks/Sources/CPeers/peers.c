@@ -7,11 +7,11 @@
 #include <string.h>
 
 extern const bench_peer bench_peer_memhash, bench_peer_larder_c, bench_peer_tkrzw, bench_peer_lmdb,
-    bench_peer_sqlite, bench_peer_files;
+    bench_peer_sqlite, bench_peer_files, bench_peer_slim_record;
 
 static const bench_peer *const all_peers[] = {
     &bench_peer_memhash, &bench_peer_larder_c, &bench_peer_tkrzw,
-    &bench_peer_lmdb, &bench_peer_sqlite, &bench_peer_files,
+    &bench_peer_lmdb, &bench_peer_sqlite, &bench_peer_files, &bench_peer_slim_record,
 };
 
 const bench_peer *bench_peer_named(const char *name) {

@@ -82,7 +82,7 @@ struct Options {
 
     static let usage = """
         usage: larder-bench [--full] [--reps N] [--seconds S] [--only main,concurrency,eviction,scale,lz4,typed] [--typed-keys N]
-                            [--peers memhash,larder-c,larder-swift,larder-swift-lend,tkrzw,lmdb,sqlite,files] [--sizes 100,1024,...]
+                            [--peers memhash,larder-c,larder-swift,larder-swift-lend,tkrzw,lmdb,sqlite,files,slim-record] [--sizes 100,1024,...]
                             [--scale ENTRIES]
                             [--dir SCRATCH] [--out BENCHMARKS.md] [--chart chart.png] [--analysis notes.md]
                             [--label TEXT] [--command TEXT] [--revision GIT-DESCRIBE]

@@ -505,6 +505,7 @@ struct Report {
         case .lmdb: "#2166ac"
         case .sqlite: "#762a83"
         case .files: "#d6604d"
+        case .slimRecord: "#bf812d"
         }
     }
 

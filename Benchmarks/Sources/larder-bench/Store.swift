@@ -12,6 +12,9 @@ enum PeerKind: String, CaseIterable, Codable, Sendable {
     case larderSwiftLend = "larder-swift-lend"
     case larderC = "larder-c"
     case tkrzw, lmdb, sqlite, files
+    /// A prototype of a slimmer record (CPeers/peer_slim_record.c): measured on request, never
+    /// in the default run.
+    case slimRecord = "slim-record"
 
     var title: String {
         switch self {
@@ -23,6 +26,7 @@ enum PeerKind: String, CaseIterable, Codable, Sendable {
         case .lmdb: "LMDB"
         case .sqlite: "SQLite"
         case .files: "file per key"
+        case .slimRecord: "slim record (prototype)"
         }
     }
 
