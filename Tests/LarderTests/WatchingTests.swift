@@ -91,6 +91,28 @@ struct WatchingTests {
         #expect(cache.entry.store.changes.watcherCount == 0)
     }
 
+    /// A watch of a key on a read-only handle with no watcher counted finds every change lost,
+    /// and looks at its key: it reports the key only when its entry is another.
+    @Test(.waitsOnItsOwnThreads, .failsIfItHangs) func aLostChangeOfAnotherKeyIsNotReported() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Cache(path: path).close()
+        let reader = try Cache(path: path, options: .init(readOnly: true))
+        let writer = try Cache(path: path)
+        let stored = CacheChange(.stored, key: Self.key("a")), removed = CacheChange(.removed, key: Self.key("a"))
+        var changes = try reader.changes(forKey: "a").makeAsyncIterator()
+        try writer.set([1], forKey: "a")
+        #expect(await changes.next() == stored)
+        // Other keys, each change lost to the reader: its look finds "a" as it was.
+        for round in 0..<20 {
+            try writer.set([UInt8(round)], forKey: "b\(round)")
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        _ = try writer.removeValue(forKey: "a")
+        #expect(await changes.next() == removed)
+        #expect(writer.entry.store.changes.watcherCount == 0)
+    }
+
     /// More changes than the ring holds before the watch reads them: it still ends on the final
     /// state, by looking at the cache itself.
     @Test(.failsIfItHangs) func aWatchThatFallsBehindEndsOnTheFinalState() async throws {

@@ -18,6 +18,8 @@ final class ChangeWatch: @unchecked Sendable {
     /// How long a watch sleeps at most right after it is counted in: a writer that read the
     /// count just before may not wake it (FORMAT.md 3.3).
     static let firstWaitMilliseconds: UInt32 = 20
+    /// Looks at a key's entry while writers keep changing the index, before the careful read.
+    static let identityAttempts = 16
 
     private let cache: Cache
     private let subject: Subject
@@ -29,6 +31,10 @@ final class ChangeWatch: @unchecked Sendable {
     /// A watch of a prefix names the keys of removals by the keys it has seen: those there when
     /// it started, and those it saw stored. Touched only by the watch's thread once it runs.
     private var known: [UInt64: Data]
+    /// A watch of a key: its entry when a look at the cache last reported it (nil: unknown, or
+    /// reported from the ring since), so that a look that finds it unchanged reports nothing.
+    /// Touched only by the watch's thread.
+    private var reported: CacheStore.IdentityLookup?
 
     /// A watch from now on; its thread starts with `start()`. The cache is open.
     init(cache: Cache, subject: Subject, continuation: AsyncStream<CacheChange>.Continuation) throws(LarderError) {
@@ -83,6 +89,7 @@ final class ChangeWatch: @unchecked Sendable {
                 // Resumed on a store opened anew: its ring is another's; look at the keys again.
                 store = current
                 cursor = current.changes.nextNumber
+                reported = nil
                 mustResync = true
                 isFirstWait = true
             }
@@ -121,7 +128,10 @@ final class ChangeWatch: @unchecked Sendable {
                 default: if change.isOfKey(hashed: hash) { last = CacheChange(.init(change.kind), key: key) }
                 }
             }
-            if let last { continuation.yield(last) }
+            if let last {
+                reported = nil
+                continuation.yield(last)
+            }
         case .prefix(let prefix):
             for change in changes {
                 switch change.kind {
@@ -151,7 +161,24 @@ final class ChangeWatch: @unchecked Sendable {
     private func resync(known: inout [UInt64: Data]) throws(LarderError) {
         switch subject {
         case .key(let key):
-            continuation.yield(try currentState(of: key))
+            // The identity of the key's entry (a read-write handle marks it visited, as a read),
+            // looked at again a few times while a writer is in the way.
+            var now = CacheStore.IdentityLookup.unsettled
+            for attempt in 0..<ChangeWatch.identityAttempts where now == .unsettled {
+                if attempt > 0 { Thread.sleep(forTimeInterval: 0.001) }
+                now = try key.withUnsafeBytes { bytes in
+                    Result { () throws(LarderError) in try cache.liveIdentity(forKey: bytes, hash: KeyHash(bytes).value) }
+                }.get()
+            }
+            if now == .unsettled {
+                reported = nil
+                continuation.yield(try currentState(of: key))
+            } else if now != reported {
+                // Another record, or none: a change since the last report. The same record is
+                // the same value (FORMAT.md 7.7.8): nothing to report.
+                reported = now
+                continuation.yield(CacheChange(now == .absent ? .removed : .stored, key: key))
+            }
         case .prefix:
             let now = try ChangeWatch.listKeys(of: subject, in: cache)
             for (hash, key) in now where known[hash] == nil { continuation.yield(CacheChange(.stored, key: key)) }
