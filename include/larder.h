@@ -399,14 +399,17 @@ int larder_foreach(larder *db, larder_foreach_fn fn, void *ctx);
 /* Every process that changes the file, through this API, Swift or the larder tool, records each
  * change in the file: the key's hash and what happened. A program keeps a cursor (where it has
  * read up to), sleeps in larder_wait_change until the file changes, and reads what changed with
- * larder_read_changes. The file keeps the last 256 changes: a reader that falls further behind
- * gets LARDER_CHANGE_LOST and looks at the keys it cares about again. */
+ * larder_read_changes. The file keeps the last 128 changes: a reader that falls further behind
+ * gets LARDER_CHANGE_LOST and looks at the keys it cares about again. Writers record which keys
+ * changed only while a watcher is counted: a read-write handle counts from its first
+ * larder_change_cursor until larder_close (counted out while suspended); changes made while none
+ * is counted read as LARDER_CHANGE_LOST. */
 #define LARDER_CHANGE_STORED 1  /* a value was stored for the key */
 #define LARDER_CHANGE_REMOVED 2 /* a caller removed it (delete, prefix, age) */
 #define LARDER_CHANGE_EVICTED 3 /* dropped to make room, or by a trim */
 #define LARDER_CHANGE_EXPIRED 4 /* dropped because its time was up */
 #define LARDER_CHANGE_CLEARED 5 /* every entry went (larder_clear); key_hash is 0 */
-#define LARDER_CHANGE_LOST 6    /* changes were lost (too many, or the file was rebuilt); key_hash is 0 */
+#define LARDER_CHANGE_LOST 6    /* changes were lost (too many, no watcher counted, or the file was rebuilt); key_hash is 0 */
 
 typedef struct larder_change {
     uint64_t key_hash; /* larder_key_hash of the key changed */
@@ -418,7 +421,8 @@ typedef struct larder_change {
  * one (rarely: 61 bits); look the key up to be sure. 0 for a NULL key. */
 uint64_t larder_key_hash(const void *key, size_t key_len);
 
-/* The cursor of changes from now on, in *cursor. */
+/* The cursor of changes from now on, in *cursor. From the first call, a read-write handle counts
+ * as a watcher until it is closed: writers then record each change's key for it. */
 int larder_change_cursor(larder *db, uint64_t *cursor);
 
 /* Blocks the calling thread until the file has changed since `cursor` (LARDER_OK), or until

@@ -91,6 +91,28 @@ struct WatchingTests {
         #expect(cache.entry.store.changes.watcherCount == 0)
     }
 
+    /// A watch of a key on a read-only handle with no watcher counted finds every change lost,
+    /// and looks at its key: it reports the key only when its entry is another.
+    @Test(.waitsOnItsOwnThreads, .failsIfItHangs) func aLostChangeOfAnotherKeyIsNotReported() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try Cache(path: path).close()
+        let reader = try Cache(path: path, options: .init(readOnly: true))
+        let writer = try Cache(path: path)
+        let stored = CacheChange(.stored, key: Self.key("a")), removed = CacheChange(.removed, key: Self.key("a"))
+        var changes = try reader.changes(forKey: "a").makeAsyncIterator()
+        try writer.set([1], forKey: "a")
+        #expect(await changes.next() == stored)
+        // Other keys, each change lost to the reader: its look finds "a" as it was.
+        for round in 0..<20 {
+            try writer.set([UInt8(round)], forKey: "b\(round)")
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        _ = try writer.removeValue(forKey: "a")
+        #expect(await changes.next() == removed)
+        #expect(writer.entry.store.changes.watcherCount == 0)
+    }
+
     /// More changes than the ring holds before the watch reads them: it still ends on the final
     /// state, by looking at the cache itself.
     @Test(.failsIfItHangs) func aWatchThatFallsBehindEndsOnTheFinalState() async throws {
@@ -112,6 +134,9 @@ struct WatchingTests {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
         let ring = cache.entry.store.changes
+        // Writers fill slots only while a watcher is counted.
+        ring.addWatcher()
+        defer { ring.removeWatcher() }
         let start = ring.nextNumber
         for round in 0..<ChangeRing.slotCount { try cache.set([1], forKey: "k\(round)") }
         guard case .lost(let next) = ring.changes(since: start) else {
@@ -124,13 +149,78 @@ struct WatchingTests {
             return
         }
         #expect(changes.count == ChangeRing.slotCount - 1)
-        let hash = "k255".withCacheKeyBytes { KeyHash($0).value }
+        let hash = "k\(ChangeRing.slotCount - 1)".withCacheKeyBytes { KeyHash($0).value }
         #expect(changes.last.map { $0.isOfKey(hashed: hash) && $0.kind == .stored } == true)
         // A number that went back (a damaged page) is a lost stretch too, not a wait for ever.
         guard case .lost = ring.changes(since: ring.nextNumber &+ 5) else {
             Issue.record("a cursor ahead of the ring was trusted")
             return
         }
+    }
+
+    /// With no watcher counted, a write only moves the change number: its slot keeps what an
+    /// earlier lap left there, which a watcher counted in later reads as lost, never as a change.
+    @Test func aChangeMadeWithNoWatcherIsReadAsLost() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        let ring = cache.entry.store.changes
+        // A full lap of filled slots, then a lap written with nobody counted.
+        ring.addWatcher()
+        for round in 0..<ChangeRing.slotCount { try cache.set([1], forKey: "filled\(round)") }
+        ring.removeWatcher()
+        let unwatched = ring.nextNumber
+        for round in 0..<ChangeRing.slotCount { try cache.set([2], forKey: "unfilled\(round)") }
+        #expect(ring.nextNumber == unwatched &+ UInt64(ChangeRing.slotCount))
+        // As when a watcher counts itself in while a writer has already read a count of 0.
+        ring.addWatcher()
+        defer { ring.removeWatcher() }
+        for back in [1, 2, ChangeRing.slotCount - 1] {
+            guard case .lost(let next) = ring.changes(since: ring.nextNumber &- UInt64(back)) else {
+                Issue.record("a slot of an earlier lap was read as the change \(back) back")
+                continue
+            }
+            #expect(next == ring.nextNumber)
+        }
+        // Once counted, every change is read again.
+        let counted = ring.nextNumber
+        try cache.set([3], forKey: "seen")
+        guard case .changes(let changes, let next) = ring.changes(since: counted) else {
+            Issue.record("a change made with a watcher counted was lost")
+            return
+        }
+        let hash = "seen".withCacheKeyBytes { KeyHash($0).value }
+        #expect(changes.count == 1 && changes[0].isOfKey(hashed: hash) && changes[0].kind == .stored)
+        #expect(next == counted &+ 1)
+    }
+
+    /// A watch outlives `suspend()`: counted out of the file meanwhile, it looks at its key again
+    /// after `resume()` and carries on.
+    @Test(.failsIfItHangs) func aWatchCarriesOnAcrossSuspendAndResume() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(path: path)
+        let stored = CacheChange(.stored, key: Self.key("a")), removed = CacheChange(.removed, key: Self.key("a"))
+        var changes = try cache.changes(forKey: "a").makeAsyncIterator()
+        #expect(cache.entry.store.changes.watcherCount == 1)
+        try cache.suspend()
+        let other = try Cache(path: path)
+        #expect(other.entry.store.changes.watcherCount == 0)
+        try other.set([1], forKey: "a")
+        try cache.resume()
+        #expect(other.entry.store.changes.watcherCount == 1)
+        // The watch reports "a" stored, from its look after the resume.
+        var seen: [CacheChange] = []
+        while let change = await changes.next() {
+            seen.append(change)
+            if change == stored { break }
+        }
+        _ = try other.removeValue(forKey: "a")
+        while let change = await changes.next() {
+            seen.append(change)
+            if change == removed { break }
+        }
+        #expect(seen.allSatisfy { $0.key == Self.key("a") })
+        #expect(seen.last == removed)
     }
 
     /// Ending the task that iterates a watch ends the watch: it is counted out of the file.
@@ -189,9 +279,13 @@ struct WatchingTests {
             let store = child.entry.store
             try store.withWriterLock { () throws(LarderError) in
                 let next = store.changes.nextNumber
-                let slots = store.file.mutableBytes(at: store.pageSize + ChangeRing.slotsPageOffset, count: ChangeRing.slotCount * 8)
-                slots.storeBytes(of: UInt64.max, toByteOffset: Int(next & 255) * 8, as: UInt64.self)
-                slots.storeBytes(of: UInt64(0x1234_5677), toByteOffset: Int((next + 1) & 255) * 8, as: UInt64.self)
+                let slots = store.file.mutableBytes(at: store.pageSize + ChangeRing.slotsPageOffset,
+                                                    count: ChangeRing.slotCount * ChangeRing.slotSize)
+                let size = ChangeRing.slotSize, mask = UInt64(ChangeRing.slotCount - 1)
+                // Slot `next`: its stamp, and a word of kind 7; slot `next + 1`: its word alone.
+                slots.storeBytes(of: UInt64.max, toByteOffset: Int(next & mask) * size, as: UInt64.self)
+                slots.storeBytes(of: next &+ 1, toByteOffset: Int(next & mask) * size + 8, as: UInt64.self)
+                slots.storeBytes(of: UInt64(0x1234_5677), toByteOffset: Int((next + 1) & mask) * size, as: UInt64.self)
                 kill(getpid(), SIGKILL)
             }
         }

@@ -28,8 +28,8 @@ struct Plan: Codable, Sendable {
     var compressionSizes = [SizedKeys(256, 100_000), SizedKeys(4096, 16_000), SizedKeys(64 << 10, 1000)]
     /// Keys of the typed-reads table (each value type).
     var typedKeys = 10_000
-    var sections: Set<String> = ["main", "concurrency", "eviction", "scale", "lz4", "typed"]
-    static let allSections = ["main", "concurrency", "eviction", "scale", "lz4", "typed"]
+    var sections: Set<String> = ["main", "concurrency", "eviction", "scale", "lz4", "typed", "watch"]
+    static let allSections = ["main", "concurrency", "eviction", "scale", "lz4", "typed", "watch"]
 
     /// The full run: the 10-million-entry scale test, a million-key eviction trace, twice the
     /// keys, longer loops and more repetitions (most of an hour on 2 cores, the file-per-key
@@ -81,7 +81,7 @@ struct Options {
     }
 
     static let usage = """
-        usage: larder-bench [--full] [--reps N] [--seconds S] [--only main,concurrency,eviction,scale,lz4,typed] [--typed-keys N]
+        usage: larder-bench [--full] [--reps N] [--seconds S] [--only main,concurrency,eviction,scale,lz4,typed,watch] [--typed-keys N]
                             [--peers memhash,larder-c,larder-swift,larder-swift-lend,tkrzw,lmdb,sqlite,files,slim-record] [--sizes 100,1024,...]
                             [--scale ENTRIES]
                             [--dir SCRATCH] [--out BENCHMARKS.md] [--chart chart.png] [--analysis notes.md]

@@ -20,6 +20,7 @@ struct RunResults: Codable, Sendable {
     var typed: [TypedResult]? = nil
     /// The memory tier's heap bytes per object kept, beyond the value (nil: not measured).
     var typedBytesPerObject: Double? = nil
+    var watch: [WatchResult]? = nil
 }
 
 enum Run {
@@ -105,6 +106,13 @@ enum Run {
             results.typed = try TypedBench.measure(keys: plan.typedKeys, seconds: plan.seconds, reps: plan.reps,
                                                    directory: scratch + "/typed")
             results.typedBytesPerObject = try TypedBench.bytesPerObject(keys: plan.typedKeys, directory: scratch + "/objects")
+        }
+        if plan.sections.contains("watch") {
+            results.watch = []
+            for watchers in WatchBench.watcherCounts {
+                progress("watch: \(watchers) watcher processes, \(WatchBench.writes) writes")
+                results.watch?.append(try WatchBench.measure(watchers: watchers, writes: WatchBench.writes, directory: scratch + "/watch"))
+            }
         }
         results.seconds = Double(bench_now_ns() - start) / 1e9
         results.loadAfter = System.loadAverage

@@ -20,6 +20,9 @@ do {
         try SweepBench.run(directory: arguments[1], keys: arguments.count > 2 ? Int(arguments[2]) ?? 200_000 : 200_000)
     case "alternate":
         try Alternate.run(Array(arguments.dropFirst()))
+    case "watch-latency":
+        guard arguments.count >= 2 else { throw BenchFailure("watch-latency DIRECTORY [WRITES]") }
+        try WatchBench.printRows(directory: arguments[1], writes: arguments.count > 2 ? Int(arguments[2]) ?? WatchBench.writes : WatchBench.writes)
     case "crash-writer":
         try Scale.crashWriter(path: arguments[1])
     case "report":

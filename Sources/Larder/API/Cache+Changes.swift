@@ -30,8 +30,10 @@ extension Cache {
         return try watch(.key(key))
     }
 
-    /// The changes to keys that start with `prefix` from now on. After more changes than the
-    /// file keeps (256) came before the watch could read them, it delivers
+    /// The changes to keys that start with `prefix` from now on. When the watch cannot read which
+    /// keys changed (more than the file keeps, 128, came before it could read them, or, on a
+    /// read-only handle, no read-write handle watched), it lists the keys again, delivers those
+    /// that appeared as stored and those that went as removed, then
     /// ``CacheChange/Kind/resynced``: look at the keys again.
     ///
     /// The watch lists the keys under the prefix once when it starts (it names the keys of
@@ -52,10 +54,17 @@ extension Cache {
     private func watch(_ subject: ChangeWatch.Subject) throws(LarderError) -> AsyncStream<CacheChange> {
         try checkOpen()
         let (stream, continuation) = AsyncStream.makeStream(of: CacheChange.self, bufferingPolicy: .bufferingNewest(4096))
-        let watch = ChangeWatch(cache: self, subject: subject, continuation: continuation)
+        let watch = try ChangeWatch(cache: self, subject: subject, continuation: continuation)
         continuation.onTermination = { _ in watch.stop() }
         watch.begin()
         return stream
+    }
+
+    /// The store a watch reads now: nil while the cache is suspended (``isSuspended``) or closed.
+    func storeForWatching() -> CacheStore? {
+        lifeCycle.lock()
+        defer { lifeCycle.unlock() }
+        return isClosed ? nil : store
     }
 
     /// The keys of live entries whose hash has `hashBits` (the change ring's 61 bits).
@@ -81,10 +90,14 @@ extension Cache {
     /// The hash a change of `key` carries.
     public static func changeHash(of key: UnsafeRawBufferPointer) -> UInt64 { KeyHash(key).value & ~7 }
 
-    /// The cursor of changes from now on.
+    /// The cursor of changes from now on. From the first one taken, the handle counts as a
+    /// watcher until it closes: writers record which keys they change only while one is counted.
     public var changeCursor: UInt64 {
         get throws(LarderError) {
+            lifeCycle.lock()
+            defer { lifeCycle.unlock() }
             try checkOpen()
+            watchTally.beginStanding(in: store)
             return store.changes.nextNumber
         }
     }
@@ -98,12 +111,13 @@ extension Cache {
         if counted { ring.addWatcher() }
         defer { if counted { ring.removeWatcher() } }
         let deadline = ContinuousClock.now + .milliseconds(milliseconds)
+        var slice = counted ? ChangeWatch.firstWaitMilliseconds : ChangeWatch.pollMilliseconds
         while ring.nextNumber == cursor {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { return false }
-            let slice = counted ? ChangeWatch.countedWaitMilliseconds : ChangeWatch.pollMilliseconds
             let leftMilliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1
             ring.wait(whileAt: cursor, milliseconds: UInt32(clamping: min(Int64(slice), leftMilliseconds)))
+            if counted { slice = ChangeWatch.countedWaitMilliseconds }
             try checkOpen()
         }
         return true

@@ -9,7 +9,8 @@ extension Cache {
     /// waits. The properties that cannot throw answer as for a closed cache (``count`` 0,
     /// ``contains(_:)`` false). The objects in memory are let go, so that none can outlive a
     /// change another process makes meanwhile. Calling `suspend()` again does nothing;
-    /// ``close()`` closes a suspended cache.
+    /// ``close()`` closes a suspended cache. Watches (``changes()``) carry on: they deliver
+    /// nothing while suspended, and after ``resume()`` look at what they watch again.
     ///
     /// Other handles of this process on the same file (other `Cache` objects, C handles) keep it
     /// open until they are suspended or closed too; so do other processes' handles. Suspend and
@@ -34,6 +35,8 @@ extension Cache {
         }
         guard wasOpen else { return }
         memory?.removeAll()
+        // Writers stop filling the ring for this handle's watches; they carry on after resume().
+        watchTally.countOut()
         try OpenFileRegistry.shared.release(entry)
     }
 
@@ -74,6 +77,7 @@ extension Cache {
         storeReference = .passUnretained(reopened.store)
         // Again: a read that raced the suspension may have kept an object of the old file.
         memory?.removeAll()
+        watchTally.countIn(reopened.store)
         // Last, with release ordering: a call that sees the cache open sees the new store.
         openGeneration.store(reopened.store.forkGeneration)
     }

@@ -147,6 +147,8 @@ public final class Cache: @unchecked Sendable {
     var previousEntry: OpenFileRegistry.Entry?
     /// The automatic sweep's thread (`options.sweepInterval`); nil for none.
     private(set) var sweeper: Sweeper?
+    /// This handle's watches, counted in its file while it has it open. Under `lifeCycle`.
+    let watchTally = WatcherTally()
 
     /// Opens the cache file at `path`, creating it if needed. A file that was not closed cleanly
     /// (its process crashed) is checked and repaired first.
@@ -197,6 +199,7 @@ public final class Cache: @unchecked Sendable {
         }
         sweeper?.stop()
         if !isClosed {
+            watchTally.countOut()
             try? OpenFileRegistry.shared.release(entry)
         }
     }
@@ -586,7 +589,9 @@ public final class Cache: @unchecked Sendable {
             return !isClosed
         }
         memory?.removeAll()
-        if wasOpen { try OpenFileRegistry.shared.release(entry) }
+        guard wasOpen else { return }
+        watchTally.countOut()
+        try OpenFileRegistry.shared.release(entry)
     }
 
     // MARK: - Locking

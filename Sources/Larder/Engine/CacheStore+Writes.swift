@@ -30,13 +30,13 @@ extension CacheStore {
         let replaced = lookupToReplace(key, hash: hash)
         if let replaced, let room = roomInPlace(of: replaced, for: entry, size: size),
            rewrite(replaced, in: room, with: entry) {
-            changes.append(hash: hash.value, kind: .stored)
+            changes.record(hash: hash.value, kind: .stored)
             return
         }
         // A new key in a file at its standing count limit (none: one compare).
         if replaced == nil && isAtCountLimit { try makeRoomInCountLimit(forPlacing: size) }
         try place(entry, size: size, hash: hash, replacing: replaced)
-        changes.append(hash: hash.value, kind: .stored)
+        changes.record(hash: hash.value, kind: .stored)
     }
 
     /// Places `entry`, a record of `size` bytes (LZ4's bound when compressing), where the ring
@@ -265,9 +265,17 @@ extension CacheStore {
         guard let found = lookup(key, hash: hash) else { return false }
         let expired = found.header.isExpiredNow(maximumAge: maximumAge)
         removeEntry(found, counter: expired ? .expirations : .removals)
-        changes.append(hash: hash.value, kind: expired ? .expired : .removed)
+        // Hashed again, out of line, only for a watcher: keeping `hash` across the removal would
+        // cost every delete.
+        if changes.isWatched { recordWatchedChange(of: key, kind: expired ? .expired : .removed) } else { changes.skip() }
         rememberDeadRoom(at: found.offset, header: found.header)
         return !expired
+    }
+
+    /// Appends a change of `key` to the ring while a watcher is counted: hashes it, out of line.
+    @inline(never)
+    private func recordWatchedChange(of key: UnsafeRawBufferPointer, kind: ChangeRing.Kind) {
+        changes.append(hash: KeyHash(key).value, kind: kind)
     }
 
     /// Empties the cache in time independent of its size: records written before now are void
@@ -297,7 +305,7 @@ extension CacheStore {
         state.liveRecordBytes = 0
         state.spanBytes = 0
         state.tail = state.head
-        changes.append(hash: 0, kind: .cleared)
+        changes.record(hash: 0, kind: .cleared)
         return removed
     }
 }

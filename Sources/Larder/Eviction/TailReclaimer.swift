@@ -197,7 +197,7 @@ extension CacheStore {
         let removed = removeFromIndex(HashTable.slot(tag: hash.tag, offset: offset))
         retire(at: offset, header: header, counting: removed ? counter : nil)
         if removed {
-            changes.append(hash: hash.value, kind: counter == .evictions ? .evicted : counter == .expirations ? .expired : .removed)
+            changes.record(hash: hash.value, kind: counter == .evictions ? .evicted : counter == .expirations ? .expired : .removed)
         }
     }
 

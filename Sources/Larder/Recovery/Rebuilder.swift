@@ -27,7 +27,7 @@ extension CacheStore {
             state.endIndexChange()
             isRebuilding = false
             // Any entry may have changed: watchers look at the cache itself.
-            changes.append(hash: 0, kind: .rebuilt)
+            changes.record(hash: 0, kind: .rebuilt)
         }
         let counters = state.isFormatted ? SharedState.Counter.allCases.map { state.counter($0) } : nil
         // Numbers handed out before stay handed out, even those of records lost since: a reader

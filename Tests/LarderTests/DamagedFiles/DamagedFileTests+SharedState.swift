@@ -208,10 +208,14 @@ extension DamagedFileTests {
         let ring = store.changes
         let watched = WatchingTests.collect(try cache.changes(forKey: "k")) { $0.last == CacheChange(.removed, key: Data("k".utf8)) }
         let everything = WatchingTests.collect(try cache.changes()) { $0.contains { $0.kind == .resynced } }
-        // Slots of every kind, 0 and 7 among them, then the number moved far ahead.
-        let slots = store.file.mutableBytes(at: store.pageSize + ChangeRing.slotsPageOffset, count: ChangeRing.slotCount * 8)
+        // Slots of every kind, 0 and 7 among them, half with stamps that match a change number,
+        // then the number moved far ahead.
+        let size = ChangeRing.slotSize
+        let slots = store.file.mutableBytes(at: store.pageSize + ChangeRing.slotsPageOffset, count: ChangeRing.slotCount * size)
         for slot in 0..<ChangeRing.slotCount {
-            slots.storeBytes(of: UInt64(slot) &* 0x9E37_79B9_7F4A_7C15 | UInt64(slot & 7), toByteOffset: slot * 8, as: UInt64.self)
+            slots.storeBytes(of: UInt64(slot) &* 0x9E37_79B9_7F4A_7C15 | UInt64(slot & 7), toByteOffset: slot * size, as: UInt64.self)
+            let stamp = slot % 2 == 0 ? UInt64(slot + 1) : UInt64(slot) &* 0x2545_F491_4F6C_DD1D
+            slots.storeBytes(of: stamp, toByteOffset: slot * size + 8, as: UInt64.self)
         }
         let state = store.file.mutableBytes(at: 2 * store.pageSize, count: store.pageSize)
         state.storeBytes(of: ring.nextNumber &+ 100_000, toByteOffset: ChangeRing.numberField, as: UInt64.self)

@@ -109,6 +109,19 @@ void bench_larder_c_batched_puts(void *handle, const bench_data *data, const uin
 void bench_larder_c_batched_deletes(void *handle, const bench_data *data, const uint32_t *ops, size_t ops_count,
                                     bench_result *out);
 
+/* What bench_watch_latency measured: of the worst watcher, the wake-ups timed and the latency
+ * from a put's start to a watcher's wake-up in another process; the CPU an idle watcher used. */
+typedef struct bench_watch_result {
+    uint64_t woken;
+    double p50_us, p99_us, max_us;
+    double idle_cpu_percent;
+} bench_watch_result;
+
+/* One writer (this process) puts `writes` values 1 ms apart into a new file at `path`; `watchers`
+ * forked processes wait in larder_wait_change. Then this process waits 2 s idle as a watcher.
+ * 0, or -1 when a process or the file could not be set up. */
+int bench_watch_latency(const char *path, int watchers, int writes, bench_watch_result *result);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);
 
