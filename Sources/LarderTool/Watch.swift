@@ -8,16 +8,23 @@ extension LarderCommand {
     struct Watch: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print changes to the cache as they happen, until interrupted.",
-            discussion: "Opens the file read-only: it changes nothing, and sees the changes of every process.")
+            discussion: """
+                Opens the file for writing when it may, so that writers record which keys change \
+                (it writes no entry); with --read-only, or a file it may not write, it reads the \
+                changes as a read-only handle can. Ctrl-C closes the file and ends it.
+                """)
 
         @OptionGroup var cacheFile: CacheFileArgument
         @Option(help: "Only keys that start with this text.") var prefix: String = ""
         @Flag(help: "One JSON object per line: {\"kind\":...,\"key\":...,\"key_hex\":...}.") var json = false
+        @Flag(name: .customLong("read-only"), help: "Open the file read-only even when it may be written.")
+        var readOnly = false
 
         func run() throws {
             try reportingErrors {
                 try requireExisting(cacheFile.file)
-                let cache = try Cache(path: cacheFile.file, options: .init(readOnly: true))
+                let readOnly = readOnly || !FileManager.default.isWritableFile(atPath: cacheFile.file)
+                let cache = try Cache(path: cacheFile.file, options: .init(readOnly: readOnly))
                 let changes = try prefix.isEmpty ? cache.changes() : cache.changes(forKeysWithPrefix: prefix)
                 let json = json
                 let ended = DispatchSemaphore(value: 0)
@@ -28,8 +35,24 @@ extension LarderCommand {
                     }
                     ended.signal()
                 }
+                // Interrupted, the tool closes the file: a read-write handle that died would leave
+                // the file to be checked by the next process that opens it alone.
+                // A parent may have left them blocked: this thread takes them.
+                var unblocked = sigset_t()
+                sigemptyset(&unblocked)
+                for number in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&unblocked, number) }
+                pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
+                let interruptions = [SIGINT, SIGTERM, SIGHUP].map { number in
+                    signal(number, SIG_IGN)
+                    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                    source.setEventHandler { ended.signal() }
+                    source.resume()
+                    return source
+                }
                 // The main thread is no thread of Swift's shared pool: it may wait.
                 ended.wait()
+                interruptions.forEach { $0.cancel() }
+                try cache.close()
             }
         }
 

@@ -56,11 +56,24 @@ struct WatchToolTests {
             return last
         }
 
-        /// Ends the tool as an interrupt would, and waits for it (this suite runs on threads of
-        /// its own). SIGKILL: the tool may have inherited a mask that blocks SIGTERM.
+        /// Ends the tool if it still runs, and waits for it (this suite runs on threads of its
+        /// own).
         func stop() {
-            kill(process.processIdentifier, SIGKILL)
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
+        }
+
+        /// Interrupts the tool as Ctrl-C does; its exit status once it has ended, nil when it
+        /// still runs after a minute.
+        func interrupt() async throws -> Int32? {
+            kill(process.processIdentifier, SIGINT)
+            for _ in 0..<3000 where process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+            return process.isRunning ? nil : process.terminationStatus
+        }
+
+        /// How many times `key` was printed as `kind`.
+        func count(_ kind: String, of key: String) -> Int {
+            objects.filter { $0?["key"] == key && $0?["kind"] == kind }.count
         }
     }
 
@@ -118,5 +131,13 @@ struct WatchToolTests {
         }
         #expect(users.objects.allSatisfy { $0?["key"].map { $0.hasPrefix("user/") } ?? true })
         #expect(users.lastKinds["user/2"] == "stored")
+
+        // The tool opens the file for writing, so writers record each key they change: a new value
+        // of a key it has seen is printed as that key stored, not as a resync.
+        let before = users.count("stored", of: "user/2")
+        try cache.set([2], forKey: "user/2")
+        #expect(try await eventually { users.count("stored", of: "user/2") == before + 1 })
+        // Interrupted, it closes the file and exits with 0.
+        #expect(try await users.interrupt() == 0)
     }
 }
