@@ -18,6 +18,8 @@ do {
     case "sweep-step":
         guard arguments.count >= 2 else { throw BenchFailure("sweep-step DIRECTORY [KEYS]") }
         try SweepBench.run(directory: arguments[1], keys: arguments.count > 2 ? Int(arguments[2]) ?? 200_000 : 200_000)
+    case "typed-profile":
+        try TypedBench.profile(Array(arguments.dropFirst()))
     case "crash-writer":
         try Scale.crashWriter(path: arguments[1])
     case "report":
