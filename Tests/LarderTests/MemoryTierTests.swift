@@ -94,6 +94,30 @@ struct MemoryTierTests {
         #expect(try await cache.value(Profile.self, forKey: "p") == nil)
     }
 
+    @Test func theFilesMaximumAgeEndsAnObjectInMemory() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path(), options: .init(maximumAge: 0.05))
+        try cache.set(Profile.make(1), forKey: "p")
+        #expect(try await cache.value(Profile.self, forKey: "p") == Profile.make(1))
+        #expect(cache.stats.memoryHits == 1)
+        try await Task.sleep(for: .milliseconds(120))
+        #expect(try await cache.value(Profile.self, forKey: "p") == nil)
+    }
+
+    @Test func readsFromMemoryKeepASlidingEntryAlive() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set(Profile.make(1), forKey: "p", expiry: .sliding(1))
+        // Three windows of reads from memory, each a quarter window after the last.
+        for _ in 0..<12 {
+            #expect(try await cache.value(Profile.self, forKey: "p") == Profile.make(1))
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        #expect(cache.stats.memoryHits == 12)
+        try await Task.sleep(for: .milliseconds(1_500))
+        #expect(try await cache.value(Profile.self, forKey: "p") == nil)
+    }
+
     @Test func theCountLimitIsHeld() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path(), options: .init(memory: MemoryLimits(count: 10)))
