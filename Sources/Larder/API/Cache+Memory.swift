@@ -142,14 +142,14 @@ extension Cache {
             if let view, store.isStillEntry(identity, hash: KeyHash(precomputed: hash), in: view) {
                 // Still the record it came from.
             } else {
-                guard let now = liveIdentity(forKey: bytes, hash: hash, in: view, store: store) else { return nil }
+                let now = liveIdentity(forKey: bytes, hash: hash, in: view, store: store)
                 guard now == .entry(identity) else {
-                    memory.remove(MemoryKey(bytes, hash: hash), ifOrigin: origin)
+                    memory.retractHit(forHash: hash)
+                    if now != nil { memory.remove(MemoryKey(bytes, hash: hash), ifOrigin: origin) }
                     return nil
                 }
             }
         }
-        memory.countHit(forHash: hash)
         return object
     }
 
