@@ -1,6 +1,7 @@
 import CLarderSupport
 #if canImport(Darwin)
 import Darwin
+import os
 #elseif canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
