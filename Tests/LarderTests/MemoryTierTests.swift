@@ -94,6 +94,33 @@ struct MemoryTierTests {
         #expect(try await cache.value(Profile.self, forKey: "p") == nil)
     }
 
+    @Test func theFilesMaximumAgeEndsAnObjectInMemory() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path(), options: .init(maximumAge: 0.05))
+        try cache.set(Profile.make(1), forKey: "p")
+        #expect(try await cache.value(Profile.self, forKey: "p") == Profile.make(1))
+        #expect(cache.stats.memoryHits == 1)
+        try await Task.sleep(for: .milliseconds(120))
+        #expect(try await cache.value(Profile.self, forKey: "p") == nil)
+    }
+
+    @Test func aReadFromMemoryPushesASlidingExpiry() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set(Profile.make(1), forKey: "p", expiry: .sliding(60))
+        func slideCount() throws -> UInt8 {
+            try #require(try cache.write { store throws(LarderError) in
+                Array("p".utf8).withUnsafeBytes { store.lookup($0, hash: KeyHash($0)) }
+            }).header.slideCount
+        }
+        #expect(try slideCount() == 0)
+        // A read a little later asks for a window from then, past the one the write gave.
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(try await cache.value(Profile.self, forKey: "p") == Profile.make(1))
+        #expect(cache.stats.memoryHits == 1)
+        #expect(try slideCount() > 0)
+    }
+
     @Test func theCountLimitIsHeld() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path(), options: .init(memory: MemoryLimits(count: 10)))

@@ -63,13 +63,7 @@ enum TypedBench {
                                    return { key in try? view.value(forKey: key) }
                                },
                                write: { cache, value, key in try cache.set(value, forKey: key) })
-        var rng = SplitMix64(seed: 64)
-        let pixels = (0..<65_536).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
-        let bitmaps = (0..<keys).map { id -> TypedBitmap in
-            var own = pixels
-            withUnsafeBytes(of: UInt32(id)) { own.replaceSubrange(0..<4, with: $0) }
-            return TypedBitmap(pixels: own)
-        }
+        let bitmaps = bitmaps(keys: keys)
         results += try measure(value: "64 KiB, conversion", names: names, values: bitmaps, seconds: seconds, reps: reps,
                                directory: directory,
                                read: { cache, key in try cache.value(forKey: key, using: TypedBitmapConversion()) },
@@ -98,38 +92,73 @@ enum TypedBench {
         return Double(Int64(after) - Int64(before)) / Double(keys) - Double(MemoryLayout<Int>.size)
     }
 
+    /// The handles and readers of one value type: the file with every value, written without the
+    /// tier, and one reader for each way, each returning the value it found.
+    private struct Setup<Value>: ~Copyable {
+        let directory: String
+        let caches: [Cache]
+        let tier: Cache
+        let readers: [String: @Sendable (String) -> Value?]
+
+        deinit {
+            for cache in caches { try? cache.close() }
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// The memory tier's limits here: every one of `keys` objects fits (10,000 values of 64 KiB
+    /// are 640 MiB, ten times the default cost limit), as a user sizing the tier would make it.
+    static func tierLimits(keys: Int) -> MemoryLimits {
+        MemoryLimits(cost: .gigabytes(4), count: keys)
+    }
+
+    private static func setUp<Value>(names: [String], values: [Value], directory: String,
+                                     read: @escaping @Sendable (Cache, String) throws -> Value?,
+                                     view: (Cache) -> @Sendable (String) -> Value?,
+                                     write: (Cache, Value, String) throws -> Void) throws -> Setup<Value> {
+        let keys = names.count
+        let dir = try System.freshDirectory(directory)
+        let path = dir + "/typed.larder"
+        let bytes = Int(Double(keys) * 80_000 * 1.5)
+        let plain = try Cache(path: path, options: .init(capacity: .bytes(max(bytes, 64 << 20)), memory: nil))
+        for (key, value) in zip(names, values) { try write(plain, value, key) }
+        let tier = try Cache(path: path, options: .init(memory: tierLimits(keys: keys)))
+        let missing = try Cache(path: path, options: .init(memory: MemoryLimits(count: 1)))
+        let viewRead = view(tier)
+        let nsCache = NSCache<NSString, Boxed<Value>>()
+        let mutex = NSLock()
+        var filled: [String: Value] = [:]
+        for key in names {
+            let value = try read(tier, key)!
+            nsCache.setObject(Boxed(value), forKey: key as NSString)
+            filled[key] = value
+        }
+        // A constant from here: a captured variable would add the runtime's exclusivity checks
+        // (some 80 instructions a read) to the ceiling.
+        nonisolated(unsafe) let dictionary = filled
+        let kept = tier.memoryUsage.count
+        guard kept == keys else { throw BenchFailure("the tier kept \(kept) of \(keys) objects") }
+        nonisolated(unsafe) let nsCacheRef = nsCache
+        // Each way hands out the value itself (a copy of the struct, a reference to the object),
+        // which the loop passes on to `typedSink`: none can skip the copy a caller gets.
+        let readers: [String: @Sendable (String) -> Value?] = [
+            "decode every time": { try? read(plain, $0) },
+            "memory tier": { try? read(tier, $0) },
+            "typed view": { viewRead($0) },
+            "tier miss": { try? read(missing, $0) },
+            "NSCache": { nsCacheRef.object(forKey: $0 as NSString)?.value },
+            "Dictionary + mutex": { key in mutex.withLock { dictionary[key] } },
+        ]
+        return Setup(directory: dir, caches: [plain, tier, missing], tier: tier, readers: readers)
+    }
+
     private static func measure<Value>(value name: String, names: [String], values: [Value], seconds: Double, reps: Int,
                                        directory: String, read: @escaping @Sendable (Cache, String) throws -> Value?,
                                        view: (Cache) -> @Sendable (String) -> Value?,
                                        write: (Cache, Value, String) throws -> Void) throws -> [TypedResult] {
         let keys = names.count
-        let dir = try System.freshDirectory(directory)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let path = dir + "/typed.larder"
-        let bytes = Int(Double(keys) * 80_000 * 1.5)
-        // The file with every value, written without the tier; handles for each way.
-        let plain = try Cache(path: path, options: .init(capacity: .bytes(max(bytes, 64 << 20)), memory: nil))
-        for (key, value) in zip(names, values) { try write(plain, value, key) }
-        let tier = try Cache(path: path, options: .init(memory: MemoryLimits(cost: .gigabytes(4), count: keys)))
-        let missing = try Cache(path: path, options: .init(memory: MemoryLimits(count: 1)))
-        let viewRead = view(tier)
-        let nsCache = NSCache<NSString, Boxed<Value>>()
-        let mutex = NSLock()
-        nonisolated(unsafe) var dictionary: [String: Value] = [:]
-        for key in names {
-            let value = try read(tier, key)!
-            nsCache.setObject(Boxed(value), forKey: key as NSString)
-            dictionary[key] = value
-        }
-        nonisolated(unsafe) let nsCacheRef = nsCache
-        let readers: [String: @Sendable (String) -> Bool] = [
-            "decode every time": { (try? read(plain, $0)) != nil },
-            "memory tier": { (try? read(tier, $0)) != nil },
-            "typed view": { viewRead($0) != nil },
-            "tier miss": { (try? read(missing, $0)) != nil },
-            "NSCache": { nsCacheRef.object(forKey: $0 as NSString) != nil },
-            "Dictionary + mutex": { key in mutex.withLock { dictionary[key] != nil } },
-        ]
+        let setup = try setUp(names: names, values: values, directory: directory, read: read, view: view, write: write)
+        let missesBefore = setup.tier.stats.memoryMisses
         var results: [TypedResult] = []
         for distribution in ["random", "Zipf 0.99"] {
             for threads in [1, 2] {
@@ -137,7 +166,7 @@ enum TypedBench {
                 for _ in 0..<reps {
                     for way in ways {
                         rates[way, default: []].append(rate(threads: threads, seconds: seconds, names: names,
-                                                            zipf: distribution != "random", readOne: readers[way]!))
+                                                            zipf: distribution != "random", readOne: setup.readers[way]!))
                     }
                 }
                 Run.progress("typed: \(name), \(distribution), \(threads) thread(s)")
@@ -145,16 +174,60 @@ enum TypedBench {
                                            readsPerSecond: rates.mapValues(Stats.median)))
             }
         }
-        let stats = tier.stats
-        if stats.memoryMisses > UInt64(keys) { Run.progress("  problem: \(stats.memoryMisses) memory misses on the tier's row") }
-        for cache in [plain, tier, missing] { try cache.close() }
+        let misses = setup.tier.stats.memoryMisses - missesBefore
+        if misses > 0 { throw BenchFailure("\(misses) of the memory tier's timed reads missed (\(keys) keys, \(name))") }
         return results
+    }
+
+    /// `larder-bench typed-profile json|bitmap WAY KEYS READS DIRECTORY`: `READS` random reads of
+    /// one way on one thread, in `typedProfileLoop` alone, for callgrind to count
+    /// (`--toggle-collect='*typedProfileLoop*'`; instructions per read = its total / READS).
+    static func profile(_ arguments: [String]) throws {
+        guard arguments.count == 5, let keys = Int(arguments[2]), let reads = Int(arguments[3]) else {
+            throw BenchFailure("typed-profile json|bitmap WAY KEYS READS DIRECTORY")
+        }
+        let names = (0..<keys).map { "item/\($0)" }
+        var rng = SplitMix64(seed: 77)
+        let order = (0..<reads).map { _ in rng.next(below: keys) }
+        switch arguments[0] {
+        case "json":
+            let setup = try setUp(names: names, values: (0..<keys).map(TypedArticle.make), directory: arguments[4],
+                                  read: { cache, key in try cache.value(TypedArticle.self, forKey: key) },
+                                  view: { cache in
+                                      let view = TypedCache<String, TypedArticle>(cache)
+                                      return { key in try? view.value(forKey: key) }
+                                  },
+                                  write: { cache, value, key in try cache.set(value, forKey: key) })
+            guard let reader = setup.readers[arguments[1]] else { throw BenchFailure("no way \(arguments[1])") }
+            typedProfileLoop(names: names, order: order, readOne: reader)
+        default:
+            let setup = try setUp(names: names, values: bitmaps(keys: keys), directory: arguments[4],
+                                  read: { cache, key in try cache.value(forKey: key, using: TypedBitmapConversion()) },
+                                  view: { cache in
+                                      let view = TypedCache<String, TypedBitmap>(cache, conversion: TypedBitmapConversion())
+                                      return { key in try? view.value(forKey: key) }
+                                  },
+                                  write: { cache, value, key in try cache.set(value, forKey: key, using: TypedBitmapConversion()) })
+            guard let reader = setup.readers[arguments[1]] else { throw BenchFailure("no way \(arguments[1])") }
+            typedProfileLoop(names: names, order: order, readOne: reader)
+        }
+    }
+
+    /// The 64 KiB values: random bytes, each starting with its number.
+    static func bitmaps(keys: Int) -> [TypedBitmap] {
+        var rng = SplitMix64(seed: 64)
+        let pixels = (0..<65_536).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        return (0..<keys).map { id -> TypedBitmap in
+            var own = pixels
+            withUnsafeBytes(of: UInt32(id)) { own.replaceSubrange(0..<4, with: $0) }
+            return TypedBitmap(pixels: own)
+        }
     }
 
     /// Reads per second of `readOne` over keys drawn at random (or Zipf 0.99), summed over
     /// `threads` threads that run for `seconds`.
-    private static func rate(threads: Int, seconds: Double, names: [String], zipf: Bool,
-                             readOne: @escaping @Sendable (String) -> Bool) -> Double {
+    private static func rate<Value>(threads: Int, seconds: Double, names: [String], zipf: Bool,
+                                    readOne: @escaping @Sendable (String) -> Value?) -> Double {
         let counts = UnsafeMutablePointer<Int>.allocate(capacity: threads * 16)
         counts.initialize(repeating: 0, count: threads * 16)
         defer { counts.deallocate() }
@@ -174,7 +247,8 @@ enum TypedBench {
                 var done = 0
                 var index = 0
                 while true {
-                    if !readOne(names[keys[index]]) { fatalError("typed benchmark: a read missed") }
+                    guard let value = readOne(names[keys[index]]) else { fatalError("typed benchmark: a read missed") }
+                    typedSink(value)
                     done += 1
                     index = index + 1 == keys.count ? 0 : index + 1
                     if done & 255 == 0 && bench_now_ns() >= deadline { break }
@@ -186,5 +260,21 @@ enum TypedBench {
         group.wait()
         let elapsed = Double(bench_now_ns() - start) / 1e9
         return Double((0..<threads).reduce(0) { $0 + shared[$1 * 16] }) / elapsed
+    }
+}
+
+/// Takes a value a way read, so that no way's copy of it is optimized away (out of line: the
+/// call is the same for every way).
+@inline(never)
+func typedSink<Value>(_ value: Value) {
+    withExtendedLifetime(value) {}
+}
+
+/// The counted loop of `TypedBench.profile` (a name of its own, for callgrind's toggle).
+@inline(never)
+func typedProfileLoop<Value>(names: [String], order: [Int], readOne: (String) -> Value?) {
+    for index in order {
+        guard let value = readOne(names[index]) else { fatalError("typed profile: a read missed") }
+        typedSink(value)
     }
 }

@@ -23,6 +23,8 @@ do {
     case "watch-latency":
         guard arguments.count >= 2 else { throw BenchFailure("watch-latency DIRECTORY [WRITES]") }
         try WatchBench.printRows(directory: arguments[1], writes: arguments.count > 2 ? Int(arguments[2]) ?? WatchBench.writes : WatchBench.writes)
+    case "typed-profile":
+        try TypedBench.profile(Array(arguments.dropFirst()))
     case "crash-writer":
         try Scale.crashWriter(path: arguments[1])
     case "report":

@@ -137,18 +137,30 @@ extension Cache {
         object.prefetch()
         if let identity = origin.record {
             if let view, identity.offset < view.limit { lrd_prefetch(view.base + identity.offset) }
-            // The view taken above, if it is still current; otherwise (or on .staleView) `read`
-            // refreshes it. An error (a key's length) is the read's to throw: the caller reads
-            // the file.
-            guard let now = (view.flatMap { try? store.liveIdentity(forKey: bytes, hash: hash, in: $0) })
-                ?? (try? liveIdentity(forKey: bytes, hash: hash)) else { return nil }
-            guard now == .entry(identity) else {
-                memory.remove(MemoryKey(bytes, hash: hash), ifOrigin: origin)
-                return nil
+            // The shortcut (slot, first word, sequence number) settles the usual hit; the full
+            // lookup everything else.
+            if let view, store.isStillEntry(identity, hash: KeyHash(precomputed: hash), in: view) {
+                // Still the record it came from.
+            } else {
+                let now = liveIdentity(forKey: bytes, hash: hash, in: view, store: store)
+                guard now == .entry(identity) else {
+                    memory.retractHit(forHash: hash)
+                    if now != nil { memory.remove(MemoryKey(bytes, hash: hash), ifOrigin: origin) }
+                    return nil
+                }
             }
         }
-        memory.countHit(forHash: hash)
         return object
+    }
+
+    /// The identity of the key `bytes`'s entry (XXH64 `hash`), by a full lookup: through `view`
+    /// if it is still current, otherwise (or on `.staleView`) through `read`, which refreshes
+    /// it. Nil on an error (a key's length), which is the read's to throw: the caller reads the
+    /// file.
+    @inline(never)
+    private func liveIdentity(forKey bytes: UnsafeRawBufferPointer, hash: UInt64, in view: ReadView?,
+                              store: CacheStore) -> CacheStore.IdentityLookup? {
+        (view.flatMap { try? store.liveIdentity(forKey: bytes, hash: hash, in: $0) }) ?? (try? liveIdentity(forKey: bytes, hash: hash))
     }
 
     /// The value of `key`: the object kept in memory while the key's entry in the file is still

@@ -1,3 +1,5 @@
+import CLarderSupport
+
 /// Record identities: which record of the file a value was read from, and whether a key's
 /// current entry is still that record. The memory tier checks each object it returns this way
 /// (FORMAT.md 7.7.8): one lookup, no value bytes read, no value checksum.
@@ -53,6 +55,41 @@ extension CacheStore {
         if expired { return .absent }
         if !isReadOnly { RecordHeader.markVisited(view.base + found.offset, header: found.header) }
         return .entry(RecordIdentity(offset: found.offset, sequence: found.header.sequence))
+    }
+
+    /// Reader: whether `identity` is still the live, unexpired entry of the key whose hash is
+    /// `hash`, by the shortcut of FORMAT.md 7.7.8: the slot that names it, then its record's
+    /// first word and sequence number. No key compare and no header checksum: the record that
+    /// had this identity when it was remembered held the key, and its bytes stay while it lives.
+    ///
+    /// True only if it was the key's entry at one moment during the call. False when the shortcut
+    /// cannot tell (a sliding entry, a slot not found, a record changed, a stale view): the
+    /// caller asks `liveIdentity`. A read-write handle marks the entry visited, as
+    /// `liveIdentity` does.
+    @inline(__always)
+    func isStillEntry(_ identity: RecordIdentity, hash: KeyHash, in view: ReadView) -> Bool {
+        let offset = identity.offset
+        guard offset >= view.ringStart, offset <= view.limit &- RecordHeader.size,
+              identity.sequence >= view.firstValidSequence else { return false }
+        // At the moment the slot is read, it is the key's entry if the record is still live then.
+        let slot = HashTable.slot(tag: hash.tag, offset: offset)
+        guard view.active.find(exactly: slot) != nil || view.draining?.find(exactly: slot) != nil else { return false }
+        let record = view.base + offset
+        // Read before the re-check, which vouches for them: the record was this one all along.
+        let expiresAt = UInt64(littleEndian: lrd_load_relaxed_u64(record + RecordHeader.Field.expiresAt))
+        let storedAt = UInt64(littleEndian: lrd_load_relaxed_u64(record + RecordHeader.Field.storedAt))
+        lrd_fence_acquire()
+        let word = UInt64(littleEndian: lrd_load_acquire_u64(record))
+        guard word & RecordHeader.Word0.liveBit != 0,
+              word & RecordHeader.Word0.slidingBit == 0,
+              UInt64(littleEndian: lrd_load_relaxed_u64(record + RecordHeader.Field.sequence)) == identity.sequence,
+              state.changeCounter == view.changeCounter,
+              !RecordHeader.isExpiredNow(expiresAt: expiresAt, storedAt: storedAt, maximumAge: view.maximumAge)
+        else { return false }
+        if !isReadOnly && word & RecordHeader.Word0.visitedBit == 0 {
+            _ = lrd_cas_u64(record, word.littleEndian, (word | RecordHeader.Word0.visitedBit).littleEndian)
+        }
+        return true
     }
 
     /// Writer, under the writer lock: the identity of `key`'s live entry, as the write just made

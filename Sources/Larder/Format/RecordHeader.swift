@@ -127,6 +127,11 @@ struct RecordHeader: Equatable {
 
     /// Whether the entry was stored `maximumAge` milliseconds or more before `now` (0: no limit).
     func isOverAge(now: UInt64, maximumAge: UInt64) -> Bool {
+        RecordHeader.isOverAge(storedAt: storedAt, now: now, maximumAge: maximumAge)
+    }
+
+    @inline(__always)
+    static func isOverAge(storedAt: UInt64, now: UInt64, maximumAge: UInt64) -> Bool {
         maximumAge != 0 && storedAt <= now && now - storedAt >= maximumAge
     }
 
@@ -137,6 +142,14 @@ struct RecordHeader: Equatable {
     func isExpiredNow(maximumAge: UInt64) -> Bool {
         guard expiresAt | maximumAge != 0 else { return false }
         return isExpired(now: SystemCall.nowMilliseconds(), maximumAge: maximumAge)
+    }
+
+    /// `isExpiredNow` for an entry that does not slide, from its expiry and time stored alone.
+    @inline(__always)
+    static func isExpiredNow(expiresAt: UInt64, storedAt: UInt64, maximumAge: UInt64) -> Bool {
+        guard expiresAt | maximumAge != 0 else { return false }
+        let now = SystemCall.nowMilliseconds()
+        return (expiresAt != 0 && expiresAt <= now) || isOverAge(storedAt: storedAt, now: now, maximumAge: maximumAge)
     }
 
     /// The first 8 bytes as one little-endian word. They change only as a whole (atomically), so
@@ -150,6 +163,8 @@ struct RecordHeader: Equatable {
         static let visitedBit: UInt64 = 1 << 40
         /// Bits 41-47: the slide count of a sliding entry.
         static let slideShift: UInt64 = 41
+        /// The sliding flag (4.2) in the flags byte.
+        static let slidingBit = UInt64(RecordHeader.slidingFlag) << 24
 
         static func compose(kind: RecordKind, flags: UInt8, keyLength: Int) -> UInt64 {
             UInt64(RecordHeader.magic) | UInt64(kind.rawValue) << 16 | UInt64(flags) << 24 | UInt64(keyLength) << 48

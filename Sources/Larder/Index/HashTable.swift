@@ -90,6 +90,7 @@ struct HashTable {
     }
 
     /// The slot holding exactly `slot` (a record's own tag and offset), if any.
+    @inline(__always)
     func find(exactly slot: UInt64) -> Int? {
         var index = home(ofTag: HashTable.tag(of: slot))
         for _ in 0..<slotCount {

@@ -11,10 +11,9 @@ import Foundation
 /// The index is an open-addressing table of node positions, probed by the key's XXH64 (which
 /// the caller computed once): a lookup hashes nothing and allocates nothing.
 ///
-/// Invariant: every field but the counters is read and written under `lock`; the counters are
-/// atomic words, so that a read counts its outcome without a second trip through the lock. The
-/// lock is what keeps accesses apart, so the runtime's exclusivity checks are off for the two
-/// fields a hit touches.
+/// Invariant: every field is read and written under `lock` (which also holds the shard's hit and
+/// miss counters). The lock is what keeps accesses apart, so the runtime's exclusivity checks are
+/// off for the two fields a hit touches.
 final class MemoryShard: @unchecked Sendable {
     /// 96 bytes: the small fields first fill the word the key's length leaves.
     struct Node {
@@ -56,24 +55,8 @@ final class MemoryShard: @unchecked Sendable {
     private(set) var cost = 0
     var count: Int { index.count }
 
-    /// Hits, then misses: atomic, written without the lock.
-    private let counters: UnsafeMutablePointer<UInt64>
-
-    init() {
-        // Lines of their own, like the lock's: a hit of one thread does not slow another's.
-        counters = UnsafeMutableRawPointer.allocate(byteCount: ShardLock.lineBytes, alignment: ShardLock.lineBytes)
-            .bindMemory(to: UInt64.self, capacity: 2)
-        counters.initialize(repeating: 0, count: 2)
-    }
-
-    deinit {
-        UnsafeMutableRawPointer(counters).deallocate()
-    }
-
-    func countHit() { lrd_fetch_add_u64(counters, 1) }
-    func countMiss() { lrd_fetch_add_u64(counters + 1, 1) }
-    var hits: UInt64 { lrd_load_relaxed_u64(counters) }
-    var misses: UInt64 { lrd_load_relaxed_u64(counters + 1) }
+    var hits: UInt64 { lock.hits }
+    var misses: UInt64 { lock.misses }
 
     /// Under `lock`: the object of the key `bytes` (whose XXH64 is `hash`) if a conversion of
     /// kind `kind` kept it, marked visited, and where it came from.

@@ -51,18 +51,27 @@ final class MemoryTier: @unchecked Sendable {
     private func shard(of key: MemoryKey) -> (MemoryShard, Int) { shard(of: key.hash) }
 
     /// The object of the key `bytes` (XXH64 `hash`) if a conversion of kind `kind` kept it, and
-    /// where it came from. Counts nothing: the caller counts a hit or a miss once it has checked
-    /// the origin.
+    /// where it came from. A hit is counted, under the shard's lock: a caller that then finds the
+    /// origin is no longer the file's takes it back (`retractHit`) and counts a miss.
     @inline(__always)
     func object(forKey bytes: UnsafeRawBufferPointer, hash: UInt64, kind: MemoryKind) -> (MemoryObject, MemoryOrigin)? {
         let index = Int(truncatingIfNeeded: hash) & (unretainedShards.count - 1)
         return unretainedShards[index]._withUnsafeGuaranteedRef { shard in
-            shard.lock.withLock { shard.find(bytes, hash: hash, kind: kind) }
+            shard.lock.withLock {
+                let found = shard.find(bytes, hash: hash, kind: kind)
+                if found != nil { shard.lock.countHit() }
+                return found
+            }
         }
     }
 
-    func countHit(forHash hash: UInt64) { shard(of: hash).0.countHit() }
-    func countMiss(forKey key: MemoryKey) { shard(of: key).0.countMiss() }
+    /// Takes back the hit `object(forKey:hash:kind:)` counted for a key of `hash`.
+    func retractHit(forHash hash: UInt64) {
+        let shard = shard(of: hash).0
+        shard.lock.withLock { shard.lock.countHit(by: -1) }
+    }
+
+    func countMiss(forKey key: MemoryKey) { shard(of: key).0.lock.countMiss() }
 
     /// Keeps `object` for `key`, replacing what was there, and evicts to stay within the limits.
     /// An object whose cost alone is over the cost limit is not kept (and the key's older one
