@@ -1038,7 +1038,9 @@ static void test_watching(void) {
     larder_change changes[4];
     size_t count = 0, seen = 0;
     uint32_t kinds[2] = {0, 0};
-    while (seen < 2 && larder_wait_change(db, cursor, 10000) == LARDER_OK) {
+    /* The child's start and writes take seconds at most, longer under valgrind on a loaded
+     * machine: a wait that ends without a change in two minutes is a wake-up that never came. */
+    while (seen < 2 && larder_wait_change(db, cursor, 120000) == LARDER_OK) {
         CHECK(larder_read_changes(db, &cursor, changes, 4, &count) == LARDER_OK);
         for (size_t i = 0; i < count && seen < 2; i++) {
             CHECK(changes[i].key_hash == larder_key_hash("w", 1));

@@ -450,7 +450,8 @@ struct BasicOperationsTests {
             meanwhile.record(waitersOpened: true)
         } meanwhile: { thread in
             guard thread == 0 else { return }
-            Thread.sleep(forTimeInterval: 0.3)
+            // Both opens wait for the other process's lock.
+            waitForBlockedLockRequests(on: path, count: 2)
             meanwhile.openAndClose(otherPath)
             holder.close()
         }
@@ -481,7 +482,8 @@ struct BasicOperationsTests {
         CacheStore.recoveryAtOpenHook = { path in
             guard path == crashed else { return }
             recovering.signal()
-            _ = goOn.wait(timeout: .now() + 60)
+            // Longer than the other file's open and close may take (`openAndClose`).
+            _ = goOn.wait(timeout: .now() + 180)
         }
         defer { CacheStore.recoveryAtOpenHook = nil }
         let meanwhile = Outcomes()
@@ -490,7 +492,7 @@ struct BasicOperationsTests {
         } meanwhile: { thread in
             guard thread == 0 else { return }
             defer { goOn.signal() }
-            guard recovering.wait(timeout: .now() + 60) == .success else {
+            guard recovering.wait(timeout: .now() + 600) == .success else {
                 meanwhile.record(failure: "no open recovered the file")
                 return
             }
@@ -555,7 +557,8 @@ struct BasicOperationsTests {
             do { try closing.close() } catch { outcomes.record(failure: "close: \(error)") }
             closed.signal()
         }.start()
-        Thread.sleep(forTimeInterval: 0.2)
+        // The close waits for the other process's lock before the reopen starts.
+        waitForBlockedLockRequests(on: path, count: 1)
         Thread {
             do {
                 let again = try Cache(path: path, options: .init(readOnly: true))
@@ -571,7 +574,9 @@ struct BasicOperationsTests {
             do { try Cache(path: otherPath).close() } catch { outcomes.record(failure: "other: \(error)") }
             other.signal()
         }.start()
-        let otherFileDone = other.wait(timeout: .now() + 10) == .success
+        // A wait for this file's lock would last until the lock is given back, below: the bound
+        // is far longer than a loaded machine's open and close of another file take.
+        let otherFileDone = other.wait(timeout: .now() + 120) == .success
         outcomes.record(otherFileDone: otherFileDone)
         holder.close()
         closed.wait()
@@ -654,7 +659,8 @@ private final class Outcomes: @unchecked Sendable {
     func record(failure: String) { lock.withLock { errors.append(failure) } }
 
     /// Opens, writes and closes the cache at `path` on a thread of its own, and records whether
-    /// that was done within 10 seconds.
+    /// that was done within 2 minutes (a wait for a lock that the caller holds meanwhile lasts
+    /// for ever; a loaded machine's open and close take seconds at most).
     func openAndClose(_ path: String) {
         let done = DispatchSemaphore(value: 0)
         Thread {
@@ -667,7 +673,7 @@ private final class Outcomes: @unchecked Sendable {
             }
             done.signal()
         }.start()
-        record(otherFileDone: done.wait(timeout: .now() + 10) == .success)
+        record(otherFileDone: done.wait(timeout: .now() + 120) == .success)
     }
 }
 

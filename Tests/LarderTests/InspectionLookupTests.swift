@@ -28,8 +28,10 @@ struct InspectionLookupTests {
         runOnThreads(2) { thread in
             if thread == 0 {
                 var index = 200
-                let deadline = Date().addingTimeInterval(3)
-                while Date() < deadline {
+                // Three seconds, and on until the reader has found enough, however the machine
+                // schedules the two threads (within 10 minutes).
+                let deadline = Date().addingTimeInterval(3), limit = Date().addingTimeInterval(600)
+                while Date() < deadline || (found.value <= 100 && Date() < limit) {
                     do { try cache.set(VersionedValue.make(key: index, version: 1), forKey: key(index)) } catch { failures.increment() }
                     latest.store(UInt64(index))
                     index += 1
@@ -118,8 +120,10 @@ struct InspectionValueTests {
                 }
                 return
             }
-            let deadline = Date().addingTimeInterval(2)
-            while Date() < deadline {
+            // Two seconds, and on until an inspection has trusted a snapshot, however the machine
+            // schedules the two threads (within 10 minutes).
+            let deadline = Date().addingTimeInterval(2), limit = Date().addingTimeInterval(600)
+            while Date() < deadline || (trusted.value == 0 && Date() < limit) {
                 guard let inspector = try? FileInspector(path: path), let state = inspector.state,
                       state.isTrustworthy else { continue }
                 trusted.increment()

@@ -27,15 +27,24 @@ struct MaintenanceTests {
     @Test(.waitsOnItsOwnThreads) func removeOlderThanIsALimitByAge() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
-        for index in 0..<10 { try cache.set([UInt8(index)], forKey: "old-\(index)", expiry: .seconds(3600)) }
-        Thread.sleep(forTimeInterval: 0.5)
+        // Stored an hour before `between`: no stall of a loaded machine closes that gap.
         let between = Date()
+        let storedAt = UInt64(between.timeIntervalSince1970 * 1000) - 3_600_000
+        for index in 0..<10 {
+            try Array("old-\(index)".utf8).withUnsafeBytes { key in
+                try [UInt8(index)].withUnsafeBytes { value in
+                    try cache.write { _ throws(LarderError) in
+                        try cache.store.put(key: key, value: value, compress: false, expiry: .seconds(7200), storedAt: storedAt)
+                    }
+                }
+            }
+        }
         for index in 0..<5 { try cache.set([UInt8(index)], forKey: "new-\(index)") }
         // Reading does not make an entry younger.
         #expect(try cache.bytes(forKey: "old-3") == [3])
         #expect(try cache.removeOlder(than: .infinity) == 0)
         // Older than anything written since `between`, younger than anything written before.
-        #expect(try cache.removeOlder(than: Date().timeIntervalSince(between) + 0.25) == 10)
+        #expect(try cache.removeOlder(than: Date().timeIntervalSince(between) + 1800) == 10)
         #expect(cache.count == 5)
         #expect(try cache.keys.allSatisfy { $0.starts(with: Data("new-".utf8)) })
         #expect(cache.stats.removals == 10)

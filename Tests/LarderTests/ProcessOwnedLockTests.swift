@@ -163,10 +163,11 @@ struct ProcessOwnedLockTests {
             try await waitUntil(seconds: 600) { opened.load() == 1 }
             probe.expect(opened.load() == 1, "the waiting open never ended")
         }
-        // The child's start is bounded should it fail before it; from then on, a second at most
-        // is what an open and a close of another file take.
+        // The child's start is bounded should it fail before it; from then on, a second or so is
+        // what an open and a close of another file take (seconds on a loaded machine), while a
+        // wait for this file's lock would last until the lock is given back, below.
         try await waitUntil(seconds: 900) { FileManager.default.fileExists(atPath: started) }
-        try await waitUntil(seconds: 30) { FileManager.default.fileExists(atPath: otherDone) }
+        try await waitUntil(seconds: 120) { FileManager.default.fileExists(atPath: otherDone) }
         #expect(FileManager.default.fileExists(atPath: otherDone), "another file's open and close waited for this file's lock")
         holder.close()
         report(await child)

@@ -5,13 +5,19 @@ import Testing
 /// Expiries that reads push back (`Expiry.sliding`, FORMAT.md 4.8).
 @Suite("Sliding expiry")
 struct SlidingExpiryTests {
-    /// Stores `key` with a sliding window of 60 s whose expiry is 10 s away: as if stored 50 s ago.
-    private func setHalfSpent(_ key: String, in cache: Cache) throws {
-        let storedAt = SystemCall.nowMilliseconds() - 50_000
+    /// A window of 8 hours: what is left of it outlasts any wait of a loaded machine (a child
+    /// process's start once took minutes).
+    private static let window: UInt64 = 8 * 3_600_000
+
+    /// Stores `key` with a sliding window of 8 hours whose expiry is 1 hour away: as if stored
+    /// 7 hours ago.
+    private func setMostlySpent(_ key: String, in cache: Cache) throws {
+        let storedAt = SystemCall.nowMilliseconds() - 7 * 3_600_000
         try Array(key.utf8).withUnsafeBytes { keyBytes in
             try [UInt8]([7, 7]).withUnsafeBytes { value in
                 try cache.write { _ throws(LarderError) in
-                    try cache.store.put(key: keyBytes, value: value, compress: false, expiry: .sliding(60), storedAt: storedAt)
+                    try cache.store.put(key: keyBytes, value: value, compress: false,
+                                        expiry: .sliding(Double(Self.window) / 1000), storedAt: storedAt)
                 }
             }
         }
@@ -27,9 +33,9 @@ struct SlidingExpiryTests {
         let directory = TemporaryDirectory()
         let path = directory.path()
         let cache = try Cache(path: path)
-        try setHalfSpent("s", in: cache)
+        try setMostlySpent("s", in: cache)
         let before = try entry("s", in: cache)
-        #expect(before.header.isSliding && before.header.slideWindow == 60_000)
+        #expect(before.header.isSliding && before.header.slideWindow == Self.window)
         #expect(before.header.isExpired(now: before.header.expiresAt, maximumAge: 0))
         let readStarted = SystemCall.nowMilliseconds()
 
@@ -40,7 +46,7 @@ struct SlidingExpiryTests {
 
         let after = try entry("s", in: cache)
         #expect(after.header.slideCount > 0)
-        #expect(after.header.expiry(slideCount: after.header.slideCount) >= readStarted + 60_000)
+        #expect(after.header.expiry(slideCount: after.header.slideCount) >= readStarted + Self.window)
         #expect(!after.header.isExpired(now: before.header.expiresAt, maximumAge: 0))
         // A writer that found the entry expired by what it read before the push does not drop it.
         let kept = try cache.write { _ throws(LarderError) in
@@ -54,7 +60,7 @@ struct SlidingExpiryTests {
     @Test func detailsAndInspectionShowThePushedExpiry() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
-        try setHalfSpent("s", in: cache)
+        try setMostlySpent("s", in: cache)
         let stored = try entry("s", in: cache).header.expiresAt
         #expect(try cache.bytes(forKey: "s") == [7, 7])
         let pushed = try entry("s", in: cache).header.effectiveExpiry
@@ -84,7 +90,7 @@ struct SlidingExpiryTests {
     @Test func aReadIntoTheCallersBufferPushesToo() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
-        try setHalfSpent("s", in: cache)
+        try setMostlySpent("s", in: cache)
         // larder_get's read, which copies most entries in one call, leaves sliding ones to the
         // read that pushes.
         var buffer = [UInt8](repeating: 0, count: 8)
@@ -95,17 +101,21 @@ struct SlidingExpiryTests {
     @Test func eachReadPushesAtMostAWindowAheadInSteps() throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
-        try setHalfSpent("s", in: cache)
+        try setMostlySpent("s", in: cache)
         let header = try entry("s", in: cache).header
         // Pushed in eighths of the window, up to 127 of them.
-        #expect(header.slideStep == 7_500)
-        #expect(header.slideCount(forReadAt: header.expiresAt - 60_000) == 0)
+        #expect(header.slideStep == Self.window / 8)
+        #expect(header.slideCount(forReadAt: header.expiresAt - Self.window) == 0)
         #expect(header.slideCount(forReadAt: header.expiresAt - 1) == 8)
-        #expect(header.slideCount(forReadAt: header.expiresAt + 10_000_000) == RecordHeader.maximumSlideCount)
-        // Reads through this handle push too, and a read-only handle's read pushes nothing.
+        #expect(header.slideCount(forReadAt: header.expiresAt + 128 * Self.window) == RecordHeader.maximumSlideCount)
+        // Reads through this handle push too, as far as a read between these two readings of
+        // the clock asks.
+        let readStarted = SystemCall.nowMilliseconds()
         #expect(try cache.bytes(forKey: "s") == [7, 7])
+        let readEnded = SystemCall.nowMilliseconds()
         let pushed = try entry("s", in: cache).header.slideCount
-        #expect(pushed >= 6 && pushed <= 7)
+        #expect(pushed >= header.slideCount(forReadAt: readStarted) && pushed <= header.slideCount(forReadAt: readEnded))
+        // A read-only handle's read pushes nothing.
         let reader = try Cache(path: directory.path(), options: .init(readOnly: true))
         #expect(try reader.bytes(forKey: "s") == [7, 7])
         #expect(try entry("s", in: cache).header.slideCount == pushed)

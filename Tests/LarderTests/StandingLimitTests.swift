@@ -68,11 +68,15 @@ struct StandingLimitTests {
         #expect(walk.entries.filter { $0.isCurrent && $0.isIndexed }.count == 64)
     }
 
+    /// A maximum age of 8 hours: an entry that is to stay young stays so however slow the
+    /// machine (a child process's start once took minutes).
+    private static let maximumAge: TimeInterval = 8 * 3600
+
     @Test func entriesPastTheMaximumAgeAreNeverReturnedAndTheirRoomIsReclaimed() throws {
         let directory = TemporaryDirectory()
-        let cache = try Cache(path: directory.path(), options: .init(maximumAge: 60))
-        try set([1, 2, 3], forKey: "old", storedSecondsAgo: 120, in: cache)
-        try set([4, 5, 6], forKey: "young", storedSecondsAgo: 30, in: cache)
+        let cache = try Cache(path: directory.path(), options: .init(maximumAge: Self.maximumAge))
+        try set([1, 2, 3], forKey: "old", storedSecondsAgo: 16 * 3600, in: cache)
+        try set([4, 5, 6], forKey: "young", storedSecondsAgo: 4 * 3600, in: cache)
         #expect(try cache.bytes(forKey: "old") == nil)
         #expect(try cache.data(forKey: "old") == nil)
         #expect(!cache.contains("old"))
@@ -94,13 +98,13 @@ struct StandingLimitTests {
     @Test(.waitsOnItsOwnThreads) func anotherProcessAppliesTheMaximumAge() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path()
-        let cache = try Cache(path: path, options: .init(maximumAge: 60))
-        try set([1], forKey: "old", storedSecondsAgo: 120, in: cache)
+        let cache = try Cache(path: path, options: .init(maximumAge: Self.maximumAge))
+        try set([1], forKey: "old", storedSecondsAgo: 16 * 3600, in: cache)
         try cache.set([2], forKey: "young")
         await #expect(processExitsWith: .success) { [path = path as String] in
             let reader = try Cache(path: path, options: .init(readOnly: true))
             let applied = try reader.bytes(forKey: "old") == nil && reader.bytes(forKey: "young") == [2]
-                && reader.maximumAge == 60
+                && reader.maximumAge == StandingLimitTests.maximumAge
             exit(applied ? 0 : 1)
         }
     }

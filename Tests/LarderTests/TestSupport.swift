@@ -98,6 +98,31 @@ func waitUntil(seconds: Double, every interval: Duration = .milliseconds(10),
     while try !condition() && Date() < deadline { try await Task.sleep(for: interval) }
 }
 
+/// Waits until `count` requests for locks on the file at `path` are blocked, as Linux's
+/// /proc/locks lists them, or `seconds` have passed: for a test that must know that threads wait
+/// for a lock before it goes on. Elsewhere, waits a moment instead. It blocks: call it on a
+/// thread of the test's own (`WaitingTestTrait`, `runOnThreads`).
+func waitForBlockedLockRequests(on path: String, count: Int, seconds: Double = 600) {
+    #if os(Linux)
+    var status = stat()
+    guard stat(path, &status) == 0 else { return }
+    // A blocked request: "5: -> OFDLCK ADVISORY WRITE -1 fe:00:16225331 0 0".
+    let file = ":\(status.st_ino)"
+    let deadline = Date(timeIntervalSinceNow: seconds)
+    while Date() < deadline {
+        let table = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
+        let blocked = table.split(separator: "\n").count { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 6 && fields[1] == "->" && fields[6].hasSuffix(file)
+        }
+        if blocked >= count { return }
+        usleep(1000)
+    }
+    #else
+    Thread.sleep(forTimeInterval: 0.3)
+    #endif
+}
+
 /// The CPU time this thread has used, in seconds: the work a synchronous test did, whatever
 /// else the machine ran meanwhile.
 func threadCPUSeconds() -> Double {

