@@ -230,11 +230,11 @@ struct WatchingTests {
         let ring = cache.entry.store.changes
         let stream = try cache.changes()
         let task = Task { for await _ in stream {} }
-        try await waitUntil(seconds: 10) { ring.watcherCount == 1 }
+        try await waitUntil(seconds: 240) { ring.watcherCount == 1 }
         #expect(ring.watcherCount == 1)
         task.cancel()
         await task.value
-        try await waitUntil(seconds: 10) { ring.watcherCount == 0 }
+        try await waitUntil(seconds: 240) { ring.watcherCount == 0 }
         #expect(ring.watcherCount == 0)
     }
 
@@ -252,7 +252,7 @@ struct WatchingTests {
             let seen = await watch.value
             #expect(seen.allSatisfy { $0.key == Self.key("w\(index)") })
         }
-        try await waitUntil(seconds: 10) { cache.entry.store.changes.watcherCount == 0 }
+        try await waitUntil(seconds: 240) { cache.entry.store.changes.watcherCount == 0 }
         #expect(cache.entry.store.changes.watcherCount == 0)
     }
 
