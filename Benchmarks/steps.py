@@ -42,6 +42,7 @@ STEPS = {
         ("room", r"placement|reserve|RingAllocator|reclaim|TailReclaimer|DeadRoom|FreeList|growFile|freeRun"
                  r"|wrap|pad\(|parked|PageWarmer|takeDeadRoom"),
         ("record", r"writeEntry|RecordHeader\.write|lrd_crc32c_then_store|crc_then|crc_blocks|crc_chain|rewrite"
+                   r"|entry_write|data_store"
                    r"|header_crc|lrd_crc32c_record_header|writePadding"),
         ("index", r"HashTable\.|stepMigration|ensureIndexRoom|CacheIndex|IndexMaintenance|repoint|insertSlot"),
         ("mark dead", r"markDead"),

@@ -103,6 +103,16 @@ HARDWARE static ALWAYS_INLINE uint32_t crc_chain(uint32_t crc, int copy, uint8_t
     }
     return crc;
 }
+
+/* The header checksum of docs/FORMAT.md (bytes 0-3 and 6-43 of a record header) from the header's
+ * six words as they lie in the file, chained onto `seed`: for a reader, of the words it loaded
+ * and checks; for a writer, of the words it stores. */
+HARDWARE static ALWAYS_INLINE uint32_t header_crc_words(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2,
+                                                       uint64_t w3, uint64_t w4, uint64_t w5) {
+    uint32_t crc = CRC16(CRC32(~seed, (uint32_t)w0), (uint16_t)(w0 >> 48));
+    chain c = CRC64(CRC64(CRC64(CRC64((chain)crc, w1), w2), w3), w4);
+    return ~CRC32((uint32_t)c, (uint32_t)w5);
+}
 #endif
 
 #endif /* LRD_CRC32C_CHAIN_H */

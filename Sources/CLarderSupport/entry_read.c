@@ -83,9 +83,7 @@ static uint32_t data_checksum_any(uint32_t seed, const uint8_t *key, size_t key_
 #if defined(HARDWARE)
 HARDWARE static ALWAYS_INLINE uint32_t header_checksum_hardware(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2,
                                                          uint64_t w3, uint64_t w4, uint64_t w5) {
-    uint32_t crc = CRC16(CRC32(~seed, (uint32_t)w0), (uint16_t)(w0 >> 48));
-    chain c = CRC64(CRC64(CRC64(CRC64((chain)crc, w1), w2), w3), w4);
-    return ~CRC32((uint32_t)c, (uint32_t)w5);
+    return header_crc_words(seed, w0, w1, w2, w3, w4, w5);
 }
 
 /* Short keys and values in one chain each, inline; longer ones through the call. */

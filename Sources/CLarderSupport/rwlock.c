@@ -6,9 +6,9 @@
 #include <sched.h>
 #include <time.h>
 
-#define WRITER (1ull << 63)
+#define WRITER LRD_RWLOCK_WRITER
 #define WAITING (1ull << 62)
-#define READER_WAITING (1ull << 61)
+#define READER_WAITING LRD_RWLOCK_READER_WAITING
 #define READERS (READER_WAITING - 1)
 
 /* Waits a little longer each time: pause, then yield, then 50 µs sleeps. */
@@ -55,7 +55,8 @@ void lrd_rwlock_read_unlock(uint64_t *word) {
     __atomic_fetch_sub(word, 1, __ATOMIC_RELEASE);
 }
 
-void lrd_rwlock_write_lock(uint64_t *word) {
+/* lrd_rwlock_write_lock when the word was not 0. */
+void lrd_rwlock_write_lock_contended(uint64_t *word) {
     /* A reader waited through the last write: give it a moment to get in first, so that a writer
      * writing back to back does not keep readers out (bounded: writers are not starved either). */
     for (unsigned spin = 0; spin < 128 && (__atomic_load_n(word, __ATOMIC_RELAXED) & READER_WAITING); spin++) lrd_spin_pause();
@@ -69,9 +70,4 @@ void lrd_rwlock_write_lock(uint64_t *word) {
         clear_if_forked(word);
         back_off(attempt);
     }
-}
-
-void lrd_rwlock_write_unlock(uint64_t *word) {
-    /* Clears the waiting bit too (another waiting writer sets it again), keeps a reader's. */
-    __atomic_fetch_and(word, READER_WAITING, __ATOMIC_RELEASE);
 }

@@ -13,12 +13,14 @@ enum Arguments {
     }
 
     /// A key's bytes: non-empty, and a pointer behind them.
+    @inline(__always)
     static func key(_ pointer: UnsafeRawPointer?, _ length: Int) -> Result<UnsafeRawBufferPointer, StatusError> {
         guard length > 0, let pointer else { return .failure(refusal("the key", pointer, length)) }
         return .success(UnsafeRawBufferPointer(start: pointer, count: length))
     }
 
     /// A value's bytes: a NULL pointer is allowed only with length 0.
+    @inline(__always)
     static func bytes(_ pointer: UnsafeRawPointer?, _ length: Int, _ name: String) -> Result<UnsafeRawBufferPointer, StatusError> {
         guard length >= 0, pointer != nil || length == 0 else { return .failure(refusal(name, pointer, length)) }
         return .success(UnsafeRawBufferPointer(start: length == 0 ? nil : pointer, count: length))
@@ -47,6 +49,7 @@ enum Arguments {
 
     /// The key and value of a write (`larder_put`, a `larder_put_request`): the key checked
     /// first, then the value.
+    @inline(__always)
     static func write(key: UnsafeRawPointer?, _ keyLength: Int, value: UnsafeRawPointer?, _ valueLength: Int)
         -> Result<(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer), StatusError> {
         Self.key(key, keyLength).flatMap { key in bytes(value, valueLength, "value").map { (key, $0) } }

@@ -70,6 +70,31 @@ lrd_entry_outcome lrd_entry_copy(const void *record, uint64_t room, uint32_t see
                                  const void *key, size_t key_length, void *destination, size_t capacity,
                                  uint64_t maximum_age);
 
+/* What lrd_entry_write stores: the key (NULL when it is in place already) and its length, the
+ * value, the header's lengths word (stored length in bits 0-31, raw length in bits 32-63), its
+ * sequence number and its times (ms since the Unix epoch). */
+typedef struct {
+    const void *key;
+    size_t key_length;
+    const void *value;
+    uint64_t lengths;
+    uint64_t sequence;
+    uint64_t expires_at;
+    uint64_t stored_at;
+} lrd_entry_fields;
+
+/* The visited bit of lrd_entry_write's `flags`: the record goes live with its access bit set. */
+#define LRD_ENTRY_VISITED 0x100u
+
+/* The usual write of an entry's record at `record` (16-byte aligned; the caller holds the writer
+ * lock and has checked that the whole record lies in the file), in one call: the key after the
+ * 48-byte header, the value (the stored length of bytes) with the data checksum of key ++ value as
+ * stored, then the header as `RecordHeader.write` stores it: the first word not live, a release
+ * fence, the other words, and the first word live last, with its access bit if `flags` has
+ * LRD_ENTRY_VISITED. Bits 0-7 of `flags` are the header's flag byte. Returns the data checksum.
+ * The key and value must not overlap the record unless the key is in place (NULL). */
+uint32_t lrd_entry_write(void *record, uint32_t seed, uint32_t flags, const lrd_entry_fields *fields);
+
 /* XXH64 with the given seed, bit-exact with the reference xxHash: lrd_xxh64 (inline). */
 #include "lrd_xxhash64.h"
 
@@ -197,8 +222,28 @@ void lrd_writer_unlock(void *area, int fd);
  * forking thread exists in a child at first). */
 void lrd_rwlock_read_lock(uint64_t *word);
 void lrd_rwlock_read_unlock(uint64_t *word);
-void lrd_rwlock_write_lock(uint64_t *word);
-void lrd_rwlock_write_unlock(uint64_t *word);
+void lrd_rwlock_write_lock_contended(uint64_t *word);
+
+/* The word's bits: a writer holds the lock; a reader waited through a write (the rest of the
+ * bits in rwlock.c). */
+#define LRD_RWLOCK_WRITER (1ull << 63)
+#define LRD_RWLOCK_READER_WAITING (1ull << 61)
+
+/* Inline, for the write path: a lock that nobody holds, waits for or has waited for (the word is
+ * 0) is taken with one compare-and-swap; any other goes through rwlock.c. */
+static inline void lrd_rwlock_write_lock(uint64_t *word) {
+    uint64_t expected = 0;
+    if (__builtin_expect(__atomic_compare_exchange_n(word, &expected, LRD_RWLOCK_WRITER, 0, __ATOMIC_ACQUIRE,
+                                                     __ATOMIC_RELAXED), 1))
+        return;
+    lrd_rwlock_write_lock_contended(word);
+}
+
+/* Clears the writer and waiting bits (another waiting writer sets its own again), keeps a
+ * reader's. */
+static inline void lrd_rwlock_write_unlock(uint64_t *word) {
+    __atomic_fetch_and(word, LRD_RWLOCK_READER_WAITING, __ATOMIC_RELEASE);
+}
 
 /* Two words of per-thread state, a load or a store away (Swift has no thread-local storage of its
  * own; pthread_getspecific and pthread_setspecific are calls of 10 to 25 instructions, on every

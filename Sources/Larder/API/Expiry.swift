@@ -29,6 +29,7 @@ public enum Expiry: Hashable, Sendable {
 
     /// The record flags of an entry stored at `now` with `deadline` (`deadline(now:)`): a sliding
     /// window that has not run out at once is marked so (FORMAT.md 4.8).
+    @inline(__always)
     func flags(now: UInt64, deadline: UInt64) -> UInt8 {
         if case .sliding = self, deadline > now { return RecordHeader.slidingFlag }
         return 0
@@ -38,6 +39,8 @@ public enum Expiry: Hashable, Sendable {
     /// from the time stored, so that the record holds exactly the window (FORMAT.md 4.8).
     @inline(__always)
     func deadline(now: UInt64, storedAt: UInt64) -> UInt64 {
+        // Inline for the usual write, which stores no expiry; the others make the call.
+        if case .never = self { return 0 }
         if case .sliding = self { return deadline(now: storedAt) }
         return deadline(now: now)
     }

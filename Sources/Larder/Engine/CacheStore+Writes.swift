@@ -65,9 +65,7 @@ extension CacheStore {
         let offset: Int
         if let deadRoom { offset = deadRoom.offset } else { offset = try reserve(reserved) }
         // Within what was reserved, even if making room rebuilt the ring and moved the index.
-        let header = writeEntry(entry, at: offset, within: reserved, inSpan: deadRoom != nil) { size in
-            deadRoom ?? (offset, min(reserved, footprint(ofRecord: size)))
-        }
+        let header = writeEntry(entry, at: offset, within: reserved, inSpan: deadRoom != nil, room: deadRoom)
         if deadRoom == nil {
             advanceHead(past: min(reserved, footprint(ofRecord: header.totalSize)))
         } else {
@@ -122,15 +120,32 @@ extension CacheStore {
     /// Writes `entry` as a live record at `offset`, in at most `reserved` bytes (what was set
     /// aside for it: LZ4's bound when compressing, or the room it takes), and returns its header.
     /// The key is copied there first unless it is there already (`keyInPlace`). A record placed
-    /// `inSpan` (not at the head) is flagged so. `room` gives the room the record of a given size
-    /// stands in: the rest of it becomes padding before the header is written, so that the ring
-    /// walks from the record to what followed the room.
+    /// `inSpan` (not at the head) is flagged so. `room` is the room the record stands in (nil at
+    /// the head: its footprint within `reserved`): the rest of it becomes padding before the
+    /// header is written, so that the ring walks from the record to what followed the room.
     @inline(__always)
     private func writeEntry(_ entry: NewEntry, at offset: Int, within reserved: Int, keyInPlace: Bool = false,
-                            inSpan: Bool, visited: Bool = false,
-                            room: (_ recordSize: Int) -> (offset: Int, size: Int)) -> RecordHeader {
+                            inSpan: Bool, visited: Bool = false, room: (offset: Int, size: Int)?) -> RecordHeader {
         let key = entry.key, stored = entry.stored
         let record = file.mutableBytes(at: offset, count: reserved).baseAddress!
+        var flags = entry.flags | (inSpan ? RecordHeader.placedInSpanFlag : 0)
+        if !entry.compressing && !entry.isFromThisMap {
+            // The usual write, in one call: the rest of the room becomes padding first, then the
+            // key, the value and their checksum, and the header last (`lrd_entry_write`).
+            let totalSize = RecordHeader.entrySize(keyLength: key.count, storedLength: stored.count)
+            precondition(offset & 7 == 0 && totalSize <= reserved, "bad record placement")
+            padRest(of: room ?? (offset, min(reserved, footprint(ofRecord: totalSize))), after: totalSize)
+            let sequence = takeSequence()
+            var fields = lrd_entry_fields(
+                key: keyInPlace ? nil : key.baseAddress, key_length: key.count, value: stored.baseAddress,
+                lengths: UInt64(UInt32(truncatingIfNeeded: stored.count)) | UInt64(UInt32(truncatingIfNeeded: entry.value.count)) << 32,
+                sequence: sequence, expires_at: entry.expiresAt, stored_at: entry.storedAt)
+            let dataChecksum = lrd_entry_write(record, seed, UInt32(flags) | (visited ? LRD_ENTRY_VISITED : 0), &fields)
+            return RecordHeader(
+                kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: stored.count,
+                rawLength: entry.value.count, sequence: sequence, expiresAt: entry.expiresAt,
+                storedAt: entry.storedAt, dataChecksum: dataChecksum)
+        }
         let keyStart = record + RecordHeader.size
         let valueStart = keyStart + key.count
         // Moved as memmove does: the caller's bytes may come out of this very map (lent by
@@ -139,7 +154,6 @@ extension CacheStore {
         // The checksum is of the bytes as they lie in the record: the key read back from it,
         // the value computed from the words copied there (one pass), or read back from the
         // record for a compressed value and for bytes that come out of this map.
-        var flags = entry.flags | (inSpan ? RecordHeader.placedInSpanFlag : 0)
         var storedLength = stored.count
         let dataChecksum: UInt32
         if entry.compressing, let compressed = LZ4Codec.compress(
@@ -147,8 +161,6 @@ extension CacheStore {
             storedLength = compressed
             flags |= RecordHeader.compressedFlag
             dataChecksum = lrd_crc32c(seed, keyStart, key.count + compressed)
-        } else if storedLength > 0 && !entry.isFromThisMap {
-            dataChecksum = lrd_crc32c_then_store(seed, keyStart, key.count, valueStart, stored.baseAddress!, storedLength)
         } else {
             if storedLength > 0 { valueStart.copyMemory(from: stored.baseAddress!, byteCount: storedLength) }
             dataChecksum = lrd_crc32c(seed, keyStart, key.count + storedLength)
@@ -158,7 +170,7 @@ extension CacheStore {
             kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: storedLength,
             rawLength: entry.value.count, sequence: takeSequence(), expiresAt: entry.expiresAt,
             storedAt: entry.storedAt, dataChecksum: dataChecksum)
-        padRest(of: room(header.totalSize), after: header.totalSize)
+        padRest(of: room ?? (offset, min(reserved, footprint(ofRecord: header.totalSize))), after: header.totalSize)
         header.write(to: file, at: offset, seed: seed, visited: visited)
         return header
     }
@@ -226,7 +238,7 @@ extension CacheStore {
             endIndexChange()
             return false
         }
-        let header = writeEntry(entry, at: old.offset, within: room.size, keyInPlace: true, inSpan: true, visited: true) { _ in room }
+        let header = writeEntry(entry, at: old.offset, within: room.size, keyInPlace: true, inSpan: true, visited: true, room: room)
         endIndexChange()
         removeFromLiveCounts(old.header)
         addToLiveCounts(header)

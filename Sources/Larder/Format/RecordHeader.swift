@@ -246,8 +246,11 @@ struct RecordHeader: Equatable {
         // make the checksum fail, never yield a header mixing two records.
         let word = UInt64(littleEndian: lrd_load_acquire_u64(bytes))
         let lengthsWord = lrd_load_relaxed_u64(bytes + 8)
+        let kind: RecordKind
         if let liveEntryKeyLength {
+            // Magic, kind, state and key length, in one compare.
             guard Word0.isLiveEntry(word.littleEndian, keyLength: liveEntryKeyLength) else { return nil }
+            kind = .entry
             if valueFollows {
                 // The key and value lines start loading now, not one by one as the checks reach
                 // them (a 1 KiB value is 16 more lines). The stored length is not checked yet, but
@@ -255,9 +258,11 @@ struct RecordHeader: Equatable {
                 let storedLength = UInt64(UInt32(truncatingIfNeeded: UInt64(littleEndian: lengthsWord)))
                 lrd_prefetch_following(bytes, UInt64(size + liveEntryKeyLength) &+ storedLength)
             }
+        } else {
+            guard UInt16(truncatingIfNeeded: word) == magic,
+                  let found = RecordKind(rawValue: UInt8(truncatingIfNeeded: word >> 16)), found != .padding else { return nil }
+            kind = found
         }
-        guard UInt16(truncatingIfNeeded: word) == magic,
-              let kind = RecordKind(rawValue: UInt8(truncatingIfNeeded: word >> 16)), kind != .padding else { return nil }
         var image = (word.littleEndian, lengthsWord, lrd_load_relaxed_u64(bytes + 16),
                      lrd_load_relaxed_u64(bytes + 24), lrd_load_relaxed_u64(bytes + 32), lrd_load_relaxed_u64(bytes + 40))
         // Key and value bytes read after this are at least as new as the fields just loaded
