@@ -118,7 +118,7 @@ extension Cache {
     /// It hashes the key once (for the tier and the file's index) and allocates nothing.
     @usableFromInline
     func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind) -> MemoryObject? {
-        guard let unretainedMemory, (try? ensureOpen()) != nil else { return nil }
+        guard let unretainedMemory, (try? checkOpen()) != nil else { return nil }
         return unretainedMemory._withUnsafeGuaranteedRef { memory in
             storeReference._withUnsafeGuaranteedRef { store in rememberedObject(forKey: bytes, kind: kind, in: memory, store: store) }
         }
@@ -195,7 +195,7 @@ extension Cache {
             return try decode(data)
         }
         let memoryKey = MemoryKey(key)
-        try ensureOpen()
+        try checkOpen()
         memory.countMiss(forKey: memoryKey)
         if placement == .memoryOnly {
             try memoryKey.withBytes { bytes in Result { () throws(LarderError) in try store.validateKey(bytes) } }.get()
@@ -225,7 +225,7 @@ extension Cache {
             guard let memory else {
                 throw LarderError(.invalidArgument, "a memory-only write needs a memory tier (Options.memory)", path: path)
             }
-            try ensureOpen()
+            try checkOpen()
             try keyData.withUnsafeBytes { bytes in Result { () throws(LarderError) in try store.validateKey(bytes) } }.get()
             if let expiry, !expiry.isNumber { throw notANumber() }
             let valueCost = try checkedCost(cost(value, nil))

@@ -610,6 +610,7 @@ public final class Cache: @unchecked Sendable {
         BorrowMarker.isBorrowed(BorrowMarker.mark(of: self))
     }
 
+    /// Throws `.closed` for a closed cache, `.suspended` for a suspended one.
     func checkOpen() throws(LarderError) {
         if isClosed { throw unusableError() }
     }
@@ -619,11 +620,6 @@ public final class Cache: @unchecked Sendable {
     func unusableError() -> LarderError {
         guard openGeneration.load() == Cache.suspendedGeneration, !store.isInheritedAcrossFork else { return store.closedError() }
         return LarderError(.suspended, "the cache is suspended: call resume() first", path: path)
-    }
-
-    /// Throws `.closed` for a closed cache (for calls that may not reach the file).
-    func ensureOpen() throws(LarderError) {
-        try checkOpen()
     }
 
     /// Runs a write: the in-process exclusive lock, then the writer lock shared with every
