@@ -396,8 +396,13 @@ public final class Cache: @unchecked Sendable {
     func copyValue(forKeyBytes key: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) throws(LarderError) -> Int? {
         // See `read`: the caller's key starts loading now.
         if let start = key.baseAddress { lrd_prefetch(start) }
+        // A local function, always inlined: passed as a closure literal, the attempt was compiled
+        // as a function of its own, with a frame and an answer returned through memory.
+        @inline(__always) func attempt(_ store: CacheStore) -> CacheStore.Attempt<Int> {
+            store.attemptCopy(forKey: key, toBuffer: buffer)
+        }
         if !isClosed {
-            switch storeReference._withUnsafeGuaranteedRef({ $0.attemptCopy(forKey: key, toBuffer: buffer) }) {
+            switch storeReference._withUnsafeGuaranteedRef(attempt) {
             case .answered(let length): return length
             case .absent: return nil
             case .unsettled: break
