@@ -43,7 +43,9 @@ extension CacheStore {
     /// and the free list give room, then points the index at it: the rest of `put`.
     ///
     /// - Parameter replaced: the live entry of the key found before the placement, if any.
-    private func place(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?) throws(LarderError) {
+    /// - Parameter isRetry: set for the second placement after a recovery that dropped the first.
+    private func place(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?,
+                       isRetry: Bool = false) throws(LarderError) {
         var entry = entry, size = size
         let key = entry.key, value = entry.value
         let recoveries = state.counter(.recoveries)
@@ -92,8 +94,15 @@ extension CacheStore {
             state.add(1, to: .inserts)
         } else {
             // No empty slot although the count says there is room: the index is damaged (a
-            // hostile file). Recovery makes a new one from the records, this one among them.
+            // hostile file). Recovery makes a new one from the records, this one among them,
+            // unless its number came from a next sequence recovery does not trust (FORMAT.md
+            // 7.4): written again, it takes a number the rebuilt file trusts.
             try rebuild()
+            if let kept = lookup(key, hash: hash), kept.header.sequence == header.sequence { return }
+            guard !isRetry, !entry.isFromThisMap else {
+                throw LarderError(.corrupt, "the index was damaged and has been rebuilt; the value was not stored", path: path)
+            }
+            try place(entry, size: size, hash: hash, replacing: lookup(key, hash: hash), isRetry: true)
             return
         }
         addToLiveCounts(header)
