@@ -35,7 +35,7 @@ struct MemoryKeyTests {
         }
         for (value, bytes) in keys.enumerated() {
             let found = bytes.withUnsafeBytes { tier.object(forKey: $0, hash: 42, kind: kind) }
-            #expect(found?.0.value(as: Int.self) == value)
+            #expect(found?.object.value(as: Int.self) == value)
         }
     }
 }

@@ -129,28 +129,38 @@ extension Cache {
     private func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind, in memory: MemoryTier,
                                   store: CacheStore) -> MemoryObject? {
         let hash = KeyHash(bytes).value
-        // The file's index slots start loading now, so that their cache misses overlap the tier's;
-        // then the record the object came from, and the value, while the index is searched.
-        let view = store.publishedViewIfCurrent()
-        view?.prefetchHomes(of: KeyHash(precomputed: hash))
-        guard let (object, origin) = memory.object(forKey: bytes, hash: hash, kind: kind) else { return nil }
-        object.prefetch()
-        if let identity = origin.record {
-            if let view, identity.offset < view.limit { lrd_prefetch(view.base + identity.offset) }
-            // The shortcut (slot, first word, sequence number) settles the usual hit; the full
-            // lookup everything else.
-            if let view, store.isStillEntry(identity, hash: KeyHash(precomputed: hash), in: view) {
-                // Still the record it came from.
-            } else {
-                let now = liveIdentity(forKey: bytes, hash: hash, in: view, store: store)
-                guard now == .entry(identity) else {
-                    memory.retractHit(forHash: hash)
-                    if now != nil { memory.remove(MemoryKey(bytes, hash: hash), ifOrigin: origin) }
-                    return nil
-                }
-            }
+        guard let hit = memory.object(forKey: bytes, hash: hash, kind: kind) else { return nil }
+        guard let identity = hit.origin.record else { return hit.object }
+        // No writer has changed the file since the last check: only the clock can end the entry.
+        let state = store.state
+        let last = hit.check
+        if last.store == store.serial, last.writeCount == state.writeCount, state.countsWrites,
+           last.deadline == .max || SystemCall.nowMilliseconds() < last.deadline {
+            return hit.object
         }
-        return object
+        hit.object.prefetch()
+        let view = store.publishedViewIfCurrent()
+        // The record's header and the index slots start loading together.
+        if let view, identity.offset < view.limit { lrd_prefetch(view.base + identity.offset) }
+        view?.prefetchHomes(of: KeyHash(precomputed: hash))
+        // The shortcut (slot, first word, sequence number) settles the usual check; the full
+        // lookup everything else. A shortcut that no write overlapped stands for the next reads.
+        let writeCount = state.writeCount
+        if let view, let deadline = store.stillEntryDeadline(identity, hash: KeyHash(precomputed: hash), in: view) {
+            lrd_fence_acquire()
+            if writeCount & 1 == 0, state.writeCount == writeCount {
+                let check = MemoryCheck(store: store.serial, writeCount: writeCount, deadline: deadline)
+                memory.noteCheck(check, forKey: bytes, hash: hash, origin: hit.origin)
+            }
+            return hit.object
+        }
+        let now = liveIdentity(forKey: bytes, hash: hash, in: view, store: store)
+        guard now == .entry(identity) else {
+            memory.retractHit(forHash: hash)
+            if now != nil { memory.remove(MemoryKey(bytes, hash: hash), ifOrigin: hit.origin) }
+            return nil
+        }
+        return hit.object
     }
 
     /// The identity of the key `bytes`'s entry (XXH64 `hash`), by a full lookup: through `view`

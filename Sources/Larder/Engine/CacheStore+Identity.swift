@@ -62,18 +62,18 @@ extension CacheStore {
     /// first word and sequence number. No key compare and no header checksum: the record that
     /// had this identity when it was remembered held the key, and its bytes stay while it lives.
     ///
-    /// True only if it was the key's entry at one moment during the call. False when the shortcut
-    /// cannot tell (a sliding entry, a slot not found, a record changed, a stale view): the
-    /// caller asks `liveIdentity`. A read-write handle marks the entry visited, as
-    /// `liveIdentity` does.
+    /// Returns the first millisecond at which the entry is expired (`.max` for never) only if it
+    /// was the key's entry at one moment during the call. Nil when the shortcut cannot tell (a
+    /// sliding entry, a slot not found, a record changed, a stale view): the caller asks
+    /// `liveIdentity`. A read-write handle marks the entry visited, as `liveIdentity` does.
     @inline(__always)
-    func isStillEntry(_ identity: RecordIdentity, hash: KeyHash, in view: ReadView) -> Bool {
+    func stillEntryDeadline(_ identity: RecordIdentity, hash: KeyHash, in view: ReadView) -> UInt64? {
         let offset = identity.offset
         guard offset >= view.ringStart, offset <= view.limit &- RecordHeader.size,
-              identity.sequence >= view.firstValidSequence else { return false }
+              identity.sequence >= view.firstValidSequence else { return nil }
         // At the moment the slot is read, it is the key's entry if the record is still live then.
         let slot = HashTable.slot(tag: hash.tag, offset: offset)
-        guard view.active.find(exactly: slot) != nil || view.draining?.find(exactly: slot) != nil else { return false }
+        guard view.active.find(exactly: slot) != nil || view.draining?.find(exactly: slot) != nil else { return nil }
         let record = view.base + offset
         // Read before the re-check, which vouches for them: the record was this one all along.
         let expiresAt = UInt64(littleEndian: lrd_load_relaxed_u64(record + RecordHeader.Field.expiresAt))
@@ -85,11 +85,11 @@ extension CacheStore {
               UInt64(littleEndian: lrd_load_relaxed_u64(record + RecordHeader.Field.sequence)) == identity.sequence,
               state.changeCounter == view.changeCounter,
               !RecordHeader.isExpiredNow(expiresAt: expiresAt, storedAt: storedAt, maximumAge: view.maximumAge)
-        else { return false }
+        else { return nil }
         if !isReadOnly && word & RecordHeader.Word0.visitedBit == 0 {
             _ = lrd_cas_u64(record, word.littleEndian, (word | RecordHeader.Word0.visitedBit).littleEndian)
         }
-        return true
+        return RecordHeader.deadline(expiresAt: expiresAt, storedAt: storedAt, maximumAge: view.maximumAge)
     }
 
     /// Writer, under the writer lock: the identity of `key`'s live entry, as the write just made

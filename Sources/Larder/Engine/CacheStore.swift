@@ -111,6 +111,11 @@ final class CacheStore {
     /// later inherits the store but not its locks, which stay the parent's: it may not use it
     /// (`isInheritedAcrossFork`).
     let forkGeneration: UInt64
+    /// This store's number among the stores this process opened (from 1): what a memory tier
+    /// checked against one store is not taken for checked against the next.
+    let serial: UInt64
+
+    private static let openedStores = AtomicWord()
 
     var path: String { file.path }
     var capacity: Int { meta.capacity }
@@ -132,6 +137,7 @@ final class CacheStore {
         self.state = SharedState(file: file, pageSize: meta.pageSize)
         self.changes = ChangeRing(file: file, pageSize: meta.pageSize)
         self.forkGeneration = lrd_watch_forks()
+        self.serial = lrd_fetch_add_u64(CacheStore.openedStores.pointer, 1) &+ 1
         self.readers = ReaderTable(state: state, pageSize: meta.pageSize, processID: UInt64(SystemCall.processID()),
                                    tag: file.mappingTag)
         self.publishedView = PublishedView(base: file.viewBase, ringStart: ringStart, seed: meta.checksumSeed)
@@ -260,6 +266,7 @@ final class CacheStore {
                 store = try openExisting(descriptor, meta: meta, configuration: configuration,
                                          soleWriter: soleWriter, alone: alone, owner: &owner)
             }
+            if soleWriter && !store.isReadOnly { store.finishSoleOpen() }
             if soleWriter {
                 // From now on other writers may join.
                 try descriptor.lock(byte: LockByte.writers, .shared, wait: true)
@@ -431,10 +438,21 @@ final class CacheStore {
     /// and resets the writer lock and the reader slots. Only a sole writer may call this.
     private func formatSharedPage() throws(LarderError) {
         if !state.isFormatted { state.format() }
+        // Readers of other processes may be reading: this open's changes count as a write, until
+        // `finishSoleOpen()`.
+        state.beginWrites()
         let rc = lrd_writer_lock_init(state.writerLockArea)
         if rc != 0 { throw SystemCall.error("initialize the writer lock", errno: rc).at(path) }
         readers.clear()
         changes.forgetWatchers()
+    }
+
+    /// Ends the write this open began (`formatSharedPage`). No writer of version 1 can be writing
+    /// the file from here on if the meta page says version 2 or later: one opens such a file
+    /// read-only (FORMAT.md 2.5). Then every writer moves the write count.
+    private func finishSoleOpen() {
+        state.countsWrites = meta.writeVersion >= 2
+        state.endWrites()
     }
 
     /// What the two meta copies of a file say.
@@ -650,6 +668,8 @@ final class CacheStore {
         let area = state.writerLockArea
         let rc = lrd_writer_lock(area, file.descriptor.rawValue)
         if rc < 0 { throw SystemCall.error("take the writer lock", errno: -rc).at(path) }
+        // Odd until the release: readers' remembered checks (FORMAT.md 7.7.8) stop holding.
+        state.beginWrites()
         // Before anything here can fail: giving the lock back records the state as this process
         // leaves it, other processes' changes included.
         forgetDeadRoomIfOthersWrote()
@@ -678,6 +698,7 @@ final class CacheStore {
 
     func releaseWriterLock() {
         noteWriterStateAtRelease()
+        state.endWrites()
         lrd_writer_unlock(state.writerLockArea, file.descriptor.rawValue)
     }
 

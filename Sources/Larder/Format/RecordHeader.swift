@@ -152,6 +152,16 @@ struct RecordHeader: Equatable {
         return (expiresAt != 0 && expiresAt <= now) || isOverAge(storedAt: storedAt, now: now, maximumAge: maximumAge)
     }
 
+    /// The first millisecond at which `isExpiredNow(expiresAt:storedAt:maximumAge:)` holds, for
+    /// an entry that does not slide; `.max` for never.
+    static func deadline(expiresAt: UInt64, storedAt: UInt64, maximumAge: UInt64) -> UInt64 {
+        var deadline = expiresAt != 0 ? expiresAt : .max
+        // Past the end of the clock's range, the age is never reached.
+        let (aged, overflow) = storedAt.addingReportingOverflow(maximumAge)
+        if maximumAge != 0 && !overflow { deadline = min(deadline, aged) }
+        return deadline
+    }
+
     /// The first 8 bytes as one little-endian word. They change only as a whole (atomically), so
     /// that a reader's compare-and-swap of the access bit lands only where the word is exactly the
     /// one it read: in that record, or (rarely) in one of the same kind, flags and key length that

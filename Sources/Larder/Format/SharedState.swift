@@ -27,6 +27,8 @@ struct SharedState {
         static let indexEpoch = 272
         /// Number of occupied reader slots (zero-copy reads in progress), all processes.
         static let pinCount = 280
+        /// Odd while a writer holds the writer lock; moves on by two with every hold (FORMAT.md 3.1).
+        static let writeCount = 304
         /// Persistent statistics, 8 bytes each from here, in `Counter` order.
         static let counters = 320
         /// Reader slots, 32 bytes each to the end of the page: owner pid, pinned [start, end).
@@ -41,6 +43,9 @@ struct SharedState {
     static let cleanFlag: UInt32 = 1
     /// Bit 1 of `flags`: a writer died holding the writer lock; the next writer rebuilds.
     static let repairFlag: UInt32 = 2
+    /// Bit 2 of `flags`: every writer of the file moves `Field.writeCount` (none of version 1
+    /// can be writing it). Set or cleared by a sole writer's open.
+    static let countedWritesFlag: UInt32 = 4
 
     enum Counter: Int, CaseIterable {
         case hits, misses, inserts, updates, removals, evictions, expirations, relocations, recoveries
@@ -112,6 +117,32 @@ struct SharedState {
     }
 
     var indexEpoch: UInt64 { lrd_load_acquire_u64(page + Field.indexEpoch) }
+
+    /// Whether `writeCount` counts every writer's changes (`countedWritesFlag`).
+    var countsWrites: Bool {
+        get { flags & SharedState.countedWritesFlag != 0 }
+        nonmutating set { flags = newValue ? flags | SharedState.countedWritesFlag : flags & ~SharedState.countedWritesFlag }
+    }
+
+    /// The write count (acquire): odd while a writer may be changing the file.
+    @inline(__always)
+    var writeCount: UInt64 { lrd_load_acquire_u64(page + Field.writeCount) }
+
+    /// Opens a hold of the writer lock: the count turns odd before the first change is stored.
+    /// One left odd by a writer that died takes the next odd value, as the index epoch does.
+    @inline(__always)
+    func beginWrites() {
+        let count = lrd_load_relaxed_u64(page + Field.writeCount)
+        lrd_store_relaxed_u64(page + Field.writeCount, count & 1 == 0 ? count &+ 1 : count &+ 2)
+        // The odd value before any change, as a sequence lock's writer orders it.
+        lrd_fence_release()
+    }
+
+    /// Ends a hold: the next even value, after every change (release).
+    @inline(__always)
+    func endWrites() {
+        lrd_store_release_u64(page + Field.writeCount, (lrd_load_relaxed_u64(page + Field.writeCount) | 1) &+ 1)
+    }
 
     /// The words FORMAT.md 3.2 checks, each loaded once: a check of these values holds for them
     /// whatever another process writes into the page meanwhile.

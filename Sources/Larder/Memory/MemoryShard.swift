@@ -1,6 +1,13 @@
 import CLarderSupport
 import Foundation
 
+/// What a hit in a shard found: the object, the record it came from, its last lasting check.
+struct MemoryHit {
+    let object: MemoryObject
+    let origin: MemoryOrigin
+    let check: MemoryCheck
+}
+
 /// One shard of a memory tier: the objects of the keys that hash to it, in SIEVE order.
 ///
 /// SIEVE (Zhang et al., NSDI 2024) keeps a queue from newest to oldest and a hand. A hit only
@@ -15,7 +22,7 @@ import Foundation
 /// miss counters). The lock is what keeps accesses apart, so the runtime's exclusivity checks are
 /// off for the two fields a hit touches.
 final class MemoryShard: @unchecked Sendable {
-    /// 96 bytes: the small fields first fill the word the key's length leaves.
+    /// 120 bytes: the small fields first fill the word the key's length leaves.
     struct Node {
         var key: MemoryKey
         /// Positions towards the newest (`prev`) and the oldest (`next`); -1 at either end.
@@ -27,6 +34,7 @@ final class MemoryShard: @unchecked Sendable {
         var kind: MemoryKind
         var origin: MemoryOrigin
         var cost: Int
+        var check = MemoryCheck.none
 
         init(key: MemoryKey, object: MemoryObject?, kind: MemoryKind, origin: MemoryOrigin, cost: Int, next: Int) {
             (self.key, self.object, self.kind, self.origin, self.cost) = (key, object, kind, origin, cost)
@@ -59,15 +67,24 @@ final class MemoryShard: @unchecked Sendable {
     var misses: UInt64 { lock.misses }
 
     /// Under `lock`: the object of the key `bytes` (whose XXH64 is `hash`) if a conversion of
-    /// kind `kind` kept it, marked visited, and where it came from.
+    /// kind `kind` kept it, marked visited, where it came from and its last lasting check.
     @inline(__always)
-    func find(_ bytes: UnsafeRawBufferPointer, hash: UInt64, kind: MemoryKind) -> (MemoryObject, MemoryOrigin)? {
-        nodes.withUnsafeMutableBufferPointer { nodes -> (MemoryObject, MemoryOrigin)? in
+    func find(_ bytes: UnsafeRawBufferPointer, hash: UInt64, kind: MemoryKind) -> MemoryHit? {
+        nodes.withUnsafeMutableBufferPointer { nodes -> MemoryHit? in
             guard let position = index.find(bytes, hash: hash, in: UnsafeBufferPointer(nodes)),
                   nodes[position].kind == kind, let object = nodes[position].object else { return nil }
             // Written only when it changes: a hit on a visited object leaves its line clean.
             if !nodes[position].visited { nodes[position].visited = true }
-            return (object, nodes[position].origin)
+            return MemoryHit(object: object, origin: nodes[position].origin, check: nodes[position].check)
+        }
+    }
+
+    /// Under `lock`: keeps `check` for the key `bytes`'s object while it still has `origin`.
+    func noteCheck(_ check: MemoryCheck, forKey bytes: UnsafeRawBufferPointer, hash: UInt64, origin: MemoryOrigin) {
+        nodes.withUnsafeMutableBufferPointer { nodes in
+            guard let position = index.find(bytes, hash: hash, in: UnsafeBufferPointer(nodes)),
+                  nodes[position].origin == origin else { return }
+            nodes[position].check = check
         }
     }
 

@@ -54,7 +54,7 @@ final class MemoryTier: @unchecked Sendable {
     /// where it came from. A hit is counted, under the shard's lock: a caller that then finds the
     /// origin is no longer the file's takes it back (`retractHit`) and counts a miss.
     @inline(__always)
-    func object(forKey bytes: UnsafeRawBufferPointer, hash: UInt64, kind: MemoryKind) -> (MemoryObject, MemoryOrigin)? {
+    func object(forKey bytes: UnsafeRawBufferPointer, hash: UInt64, kind: MemoryKind) -> MemoryHit? {
         let index = Int(truncatingIfNeeded: hash) & (unretainedShards.count - 1)
         return unretainedShards[index]._withUnsafeGuaranteedRef { shard in
             shard.lock.withLock {
@@ -62,6 +62,14 @@ final class MemoryTier: @unchecked Sendable {
                 if found != nil { shard.lock.countHit() }
                 return found
             }
+        }
+    }
+
+    /// Keeps `check` for the key `bytes` (XXH64 `hash`) while its object still has `origin`.
+    func noteCheck(_ check: MemoryCheck, forKey bytes: UnsafeRawBufferPointer, hash: UInt64, origin: MemoryOrigin) {
+        let index = Int(truncatingIfNeeded: hash) & (unretainedShards.count - 1)
+        unretainedShards[index]._withUnsafeGuaranteedRef { shard in
+            shard.lock.withLock { shard.noteCheck(check, forKey: bytes, hash: hash, origin: origin) }
         }
     }
 
