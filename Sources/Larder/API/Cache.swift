@@ -116,10 +116,9 @@ public final class Cache: @unchecked Sendable {
     /// `resume()` replaces it, with `lock` and `store`, while no call may reach them (see
     /// `openGeneration`); so no access to the three is checked for exclusivity.
     @exclusivity(unchecked) var entry: OpenFileRegistry.Entry
-    /// The entry's lock and engine, kept here so that every call does not fetch them anew, and
-    /// without a count of their own: `entry` (or `previousEntry`, after a resume) holds them. The
-    /// hot paths borrow them (`lend`, `read`, `write`): a `var` of a class would cost a retain
-    /// and a release around every call the compiler cannot see into.
+    /// The entry's lock and engine, unretained: `entry` (or `previousEntry`, after a resume)
+    /// holds them. The hot paths borrow them (`lend`, `read`, `write`), as a class `var` would
+    /// cost a retain and a release around every opaque call.
     @exclusivity(unchecked) var lockReference: Unmanaged<ReadWriteLock>
     @exclusivity(unchecked) var storeReference: Unmanaged<CacheStore>
     /// The entry's lock and engine, for the calls off the hot paths.
@@ -132,10 +131,9 @@ public final class Cache: @unchecked Sendable {
     /// The type of `options.coder`, so that a typed read names its coder without copying it
     /// (a copy retains the coder's objects, which every thread shares).
     @usableFromInline let defaultCoderType: ObjectIdentifier
-    /// The fork count (`lrd_fork_generation`) the store was opened at, `.max` once closed,
-    /// `suspendedGeneration` while suspended. A child forked after the open sees another count, so
-    /// the handle is closed there too: one compare a call. Set under the exclusive lock, read
-    /// without it.
+    /// The fork count (`lrd_fork_generation`) at open; `.max` once closed, `suspendedGeneration`
+    /// while suspended. A forked child sees another count, so the handle is closed there too.
+    /// Set under the exclusive lock, read without it: one compare a call.
     let openGeneration = AtomicWord()
     static let suspendedGeneration = UInt64.max - 1
     /// Whether the handle may not reach its store: closed, suspended, or in a child after fork.
