@@ -8,7 +8,7 @@ import CLarderSupport
 /// while it is open, so `[0, limit)` stays readable for the store's life, and the tables are index
 /// segments in the map (or the store's empty placeholder). Every offset read from the file is
 /// checked against `limit` before it is followed. Whether what was read through a view still
-/// holds is the reader's check at the end (`CacheStore.isUnchanged`): its `changeCounter` must
+/// holds is the reader's check at the end (`isUnchanged`): its `changeCounter` must
 /// still be the file's.
 struct ReadView {
     let base: UnsafeMutableRawPointer
@@ -184,6 +184,21 @@ struct ReadView {
                                              liveEntryKeyLength: keyLength, valueFollows: valueFollows),
               header.kind == .entry, header.isLive, header.sequence >= firstValidSequence else { return nil }
         return header
+    }
+
+    /// Whether the record at `offset`, numbered `sequence` when it was checked, still is what it
+    /// was: live, same sequence number, and no meta change since the view was taken. Writers never
+    /// change a live record's bytes; they mark it dead first, or (clearing) move the change counter
+    /// first, with a fence, so an unchanged record means the bytes read meanwhile were its own.
+    @inline(__always)
+    func isUnchanged(at offset: Int, sequence: UInt64, state: SharedState) -> Bool {
+        lrd_fence_acquire()
+        let record = base + offset
+        let word = UInt64(littleEndian: lrd_load_acquire_u64(record))
+        return word & RecordHeader.Word0.liveBit != 0
+            && UInt64(littleEndian: record.loadUnaligned(fromByteOffset: RecordHeader.Field.sequence, as: UInt64.self))
+                == sequence
+            && state.changeCounter == changeCounter
     }
 
     /// The keys of the live entries whose hash (`KeyHash.value`) has the bits of `hashBits`
