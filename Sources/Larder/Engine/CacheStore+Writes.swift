@@ -306,12 +306,8 @@ extension CacheStore {
         let removed = state.entryCount
         let oldDraining = meta.drainingIndex
         meta.drainingIndex = .none
-        cacheIndex = cacheIndex.withoutDraining()
-        state.migrationCursor = 0
         meta.firstValidSequence = state.nextSequence
-        beginIndexChange()
-        active.clear()
-        endIndexChange()
+        index.value.removeAll()
         // Both copies, each durable: with one, the meta write after next would go over the only
         // copy on disk that holds the clear, and a power cut tearing it, the other copy not yet
         // written back, would bring the cleared entries back (FORMAT.md 6.6).

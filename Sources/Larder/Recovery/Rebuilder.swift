@@ -13,10 +13,9 @@ extension CacheStore {
     static let rebuildSignOfLifeBytes = 64 << 20
 
     func rebuild() throws(LarderError) {
-        guard !isRebuilding else {
+        guard index.value.beginRebuild() else {
             throw LarderError(.corrupt, "the ring is still inconsistent after recovery", path: path)
         }
-        isRebuilding = true
         // Records past the ring's end would come back when it grows again (MappedFile).
         try file.discard(past: ringEnd)
         // Recovery pads over whatever fails its checks: the listed rooms among it too.
@@ -25,7 +24,7 @@ extension CacheStore {
         state.beginIndexChange()
         defer {
             state.endIndexChange()
-            isRebuilding = false
+            index.value.endRebuild()
             // Any entry may have changed: watchers look at the cache itself.
             changes.record(hash: 0, kind: .rebuilt)
         }
@@ -66,7 +65,7 @@ extension CacheStore {
         } catch {
             // The scratch table may stand in as the index and is about to be freed: until the
             // next rebuild (the file still needs repair), the index is the empty placeholder.
-            cacheIndex = cacheIndex.detached()
+            index.value.detach()
             throw error
         }
         try file.flush()
@@ -122,11 +121,11 @@ extension CacheStore {
         var retired = [meta.drainingIndex].filter(\.exists)
         if meta.activeIndex.exists, meta.activeIndex.slotCount >= slotCount,
            let table = IndexSegment.table(in: file, at: meta.activeIndex, pageSize: pageSize, seed: seed) {
-            cacheIndex = cacheIndex.replaced(with: table)
+            index.value.replace(with: table)
         } else {
             // The scratch table stands in as the index while the ring makes room, so that any
             // eviction this causes is reflected in it.
-            cacheIndex = cacheIndex.replaced(with: scratch.table)
+            index.value.replace(with: scratch.table)
             let bytes = IndexSegment.byteCount(slotCount: slotCount, pageSize: pageSize)
             let offset = try reserve(bytes, alignment: pageSize)
             IndexSegment.format(in: file, at: offset, slotCount: slotCount, byteCount: bytes,
@@ -138,7 +137,7 @@ extension CacheStore {
                 throw LarderError(.corrupt, "could not place a new index segment", path: path)
             }
             meta.activeIndex = location
-            cacheIndex = cacheIndex.replaced(with: table)
+            index.value.replace(with: table)
         }
         meta.drainingIndex = .none
         active.clear()
