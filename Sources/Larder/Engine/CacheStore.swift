@@ -667,6 +667,12 @@ final class CacheStore {
         lrd_writer_unlock(state.writerLockArea, file.descriptor.rawValue)
     }
 
+    /// Rebuilds the ring and the index from the records (Recovery/Rebuilder.swift). Under the
+    /// writer lock.
+    func rebuild() throws(LarderError) {
+        try Rebuilder.rebuild(self)
+    }
+
     // MARK: - Closing
 
     /// Folds this process's counters into the file's. Under the writer lock.
