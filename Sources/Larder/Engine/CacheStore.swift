@@ -545,9 +545,15 @@ final class CacheStore {
 
     /// Lets this process's readers see the file as this writer left it. Under the exclusive
     /// in-process lock, at the end of every write and refresh.
+    @inline(__always)
     func publishView() {
         let generation = viewGeneration &+ index.value.generation
         guard generation != publishedGeneration else { return }
+        publishView(generation: generation)
+    }
+
+    @inline(never)
+    private func publishView(generation: UInt64) {
         var view = currentView
         view.maximumAge = maximumAge
         publishedView.publish(view)
