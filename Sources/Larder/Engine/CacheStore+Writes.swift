@@ -186,19 +186,11 @@ extension CacheStore {
 
     /// Adds a new live record to the counts.
     @inline(__always)
-    func addToLiveCounts(_ header: RecordHeader) {
-        state.liveRawBytes &+= header.rawLength
-        state.liveStoredBytes &+= header.storedLength
-        state.liveRecordBytes &+= header.totalSize
-    }
+    func addToLiveCounts(_ header: RecordHeader) { state.addToLiveCounts(header) }
 
     /// Takes a record that is no longer live out of the counts.
     @inline(__always)
-    func removeFromLiveCounts(_ header: RecordHeader) {
-        state.liveRawBytes &-= header.rawLength
-        state.liveStoredBytes &-= header.storedLength
-        state.liveRecordBytes &-= header.totalSize
-    }
+    func removeFromLiveCounts(_ header: RecordHeader) { state.removeFromLiveCounts(header) }
 
     // MARK: - Replacing in place
 

@@ -10,7 +10,9 @@
 ///
 /// A `Rebuilder` is one rebuild's walk of the ring, and what it has found so far: the live
 /// entries (newest of each key), the newest record written at the head, the highest sequence
-/// number. `rebuild(_:)` makes one and places the ring and the index from what it found.
+/// number. It works on the file and the shared state only. `rebuild(_:)` makes one, and places
+/// the ring and the index from what it found: that takes the store's meta copy, ring allocator
+/// and index as well.
 ///
 /// Invariants, checked in debug builds by `checkInvariants()`:
 /// - `ringStart <= coveredUpTo <= position`: every byte before `coveredUpTo` is a kept record, an
@@ -21,9 +23,6 @@ struct Rebuilder {
     /// of a second here, well within a reader's patience.
     static let signOfLifeBytes = 64 << 20
 
-    /// The store being rebuilt: its file, meta copy, index, ring allocator and live counts. A
-    /// rebuild changes all of them; the store outlives it.
-    private unowned let store: CacheStore
     private let file: MappedFile
     private let state: SharedState
     private let ringStart: Int, ringEnd: Int, pageSize: Int
@@ -44,17 +43,17 @@ struct Rebuilder {
     /// Where the walk next moves the index epoch on (see `signOfLifeBytes`).
     private var nextSignOfLife: Int
 
-    private init(store: CacheStore, islands: [IndexLocation]) {
-        self.store = store
-        file = store.file
-        state = store.state
-        ringStart = store.ringStart
-        ringEnd = store.ringEnd
-        pageSize = store.pageSize
-        seed = store.seed
-        firstValidSequence = store.meta.firstValidSequence
+    /// A walk of the ring of `file` as `meta` describes it, from `ringStart`.
+    private init(file: MappedFile, state: SharedState, meta: Meta, ringStart: Int, islands: [IndexLocation]) {
+        self.file = file
+        self.state = state
+        self.ringStart = ringStart
+        ringEnd = meta.fileSize
+        pageSize = meta.pageSize
+        seed = meta.checksumSeed
+        firstValidSequence = meta.firstValidSequence
         self.islands = islands
-        islandBytes = islands.map { $0.bytes(pageSize: store.pageSize) }
+        islandBytes = islands.map { $0.bytes(pageSize: meta.pageSize) }
         newest = (0, ringStart)
         position = ringStart
         coveredUpTo = ringStart
@@ -107,7 +106,7 @@ struct Rebuilder {
         where IndexSegment.table(in: store.file, at: location, pageSize: store.pageSize, seed: store.seed) != nil {
             islands.append(location)
         }
-        var rebuilder = Rebuilder(store: store, islands: islands)
+        var rebuilder = Rebuilder(file: store.file, state: state, meta: meta, ringStart: store.ringStart, islands: islands)
         rebuilder.scan()
         rebuilder.placeRing(afterNewestEndingAt: rebuilder.newest.sequence > 0 ? rebuilder.headEnd() : rebuilder.ringStart)
         // Counted on from next: no higher than what recovery keeps (FORMAT.md 4.1). Every record
@@ -116,7 +115,7 @@ struct Rebuilder {
         store.meta.firstValidSequence = min(store.meta.firstValidSequence, RecordHeader.recoverableSequenceLimit)
         state.nextSequence = max(rebuilder.highestSequence + 1, store.meta.firstValidSequence, 2, formerNext)
         do throws(LarderError) {
-            try rebuilder.placeIndex()
+            try rebuilder.placeIndex(in: store)
         } catch {
             // The scratch table may stand in as the index and is about to be freed: until the
             // next rebuild (the file still needs repair), the index is the empty placeholder.
@@ -154,10 +153,10 @@ struct Rebuilder {
         }
     }
 
-    /// Puts the collected entries into an index segment: the old active one when it is big
-    /// enough, else a new one allocated at the head (evicting from the tail if need be). The
+    /// Puts the collected entries into an index segment of `store`: the old active one when it is
+    /// big enough, else a new one allocated at the head (evicting from the tail if need be). The
     /// segments in `islands` may be reused; the others are no index.
-    private func placeIndex() throws(LarderError) {
+    private func placeIndex(in store: CacheStore) throws(LarderError) {
         var slotCount = HashTable.minimumSlotCount
         // Two thirds of the load limit: room to grow before the next doubling.
         while scratch.count > HashTable.loadLimit(slotCount: slotCount) * 2 / 3 && slotCount < HashTable.maximumSlotCount {
@@ -208,7 +207,7 @@ struct Rebuilder {
             } else if let header = store.entryHeader(at: HashTable.offset(of: slot)) {
                 // More entries than the largest allowed index holds: the surplus is dropped.
                 RecordHeader.markDead(in: file, at: HashTable.offset(of: slot))
-                store.removeFromLiveCounts(header)
+                state.removeFromLiveCounts(header)
                 state.entryCount &-= 1
             }
         }
@@ -269,12 +268,12 @@ struct Rebuilder {
     /// Adds the live entry at `offset` to `scratch`, unless a newer record of the same key is
     /// there already; the loser is marked dead.
     private func keepNewest(at offset: Int, header: RecordHeader) {
-        let key = store.keyBytes(at: offset, header: header)
+        let key = keyBytes(at: offset, header: header)
         let tag = KeyHash(key).tag
         var rival: (offset: Int, header: RecordHeader)?
         let index = scratch.table.find(tag: tag) { candidate in
             guard let other = RecordHeader.read(from: file, at: candidate, limit: ringEnd, seed: seed),
-                  other.keyLength == key.count, store.keyBytes(at: candidate, header: other).sameBytes(as: key) else { return false }
+                  other.keyLength == key.count, keyBytes(at: candidate, header: other).sameBytes(as: key) else { return false }
             rival = (candidate, other)
             return true
         }
@@ -285,7 +284,7 @@ struct Rebuilder {
                 return
             }
             RecordHeader.markDead(in: file, at: rival.offset)
-            store.removeFromLiveCounts(rival.header)
+            state.removeFromLiveCounts(rival.header)
             scratch.replace(at: index, with: slot)
         } else if scratch.insert(slot) {
             state.entryCount &+= 1
@@ -294,7 +293,11 @@ struct Rebuilder {
             RecordHeader.markDead(in: file, at: offset)
             return
         }
-        store.addToLiveCounts(header)
+        state.addToLiveCounts(header)
+    }
+
+    private func keyBytes(at offset: Int, header: RecordHeader) -> UnsafeRawBufferPointer {
+        file.bytes(at: offset + RecordHeader.size, count: header.keyLength)
     }
 
     /// Where the head was: after the newest record written at the head (`newest`), and after the
