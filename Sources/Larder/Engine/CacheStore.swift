@@ -14,8 +14,8 @@ import CLarderSupport
 /// process-local counters, both atomically.
 ///
 /// The store composes the parts that own their state: the mapped file (`MappedFile`), the
-/// shared-state page (`SharedState`), the reader slots (`ReaderTable`), the index tables
-/// (`CacheIndex`), the allocator's knowledge (`RingAllocator`) and the process-local words
+/// shared-state page (`SharedState`), the reader slots (`ReaderTable`), the index
+/// (`IndexMaintainer`), the allocator's knowledge (`RingAllocator`) and the process-local words
 /// (`LocalWords`). It keeps the locking and the open and close life cycle (here). The work on
 /// them is split by concern: the ring allocator (Allocator/), eviction (Eviction/), index
 /// maintenance (Index/), recovery (Recovery/), reads and writes (Engine/).
