@@ -65,10 +65,8 @@ extension CacheStore {
         }
     }
 
-    /// Reader: whether the record `found` through `view` still is what it was: live, same
-    /// sequence number, and no meta change since the view was taken. Writers never change a live
-    /// record's bytes; they mark it dead first, or (clearing) move the change counter first, with
-    /// a fence, so an unchanged record means the bytes read meanwhile were its own.
+    /// Reader: whether the record `found` through `view` still is what it was
+    /// (`ReadView.isUnchanged`).
     @inline(__always)
     func isUnchanged(_ found: FoundEntry, in view: ReadView) -> Bool {
         isUnchanged(at: found.offset, sequence: found.header.sequence, in: view)
@@ -77,13 +75,7 @@ extension CacheStore {
     /// `isUnchanged` for the record at `offset`, numbered `sequence` when it was checked.
     @inline(__always)
     func isUnchanged(at offset: Int, sequence: UInt64, in view: ReadView) -> Bool {
-        lrd_fence_acquire()
-        let record = view.base + offset
-        let word = UInt64(littleEndian: lrd_load_acquire_u64(record))
-        return word & RecordHeader.Word0.liveBit != 0
-            && UInt64(littleEndian: record.loadUnaligned(fromByteOffset: RecordHeader.Field.sequence, as: UInt64.self))
-                == sequence
-            && state.changeCounter == view.changeCounter
+        view.isUnchanged(at: offset, sequence: sequence, state: state)
     }
 
     /// Reader: the view this process published last, or nil when the file's change counter has
@@ -134,6 +126,22 @@ extension CacheStore {
         guard retry.hasWaitedOut(epoch) else { return false }
         if state.indexEpoch == epoch { lrd_store_relaxed_u64(localWords.pointer(.abandonedEpoch), epoch) }
         return true
+    }
+
+    /// Reader, under the in-process read lock with a current view: one attempt at the listing's
+    /// next step (`EntryListing.takeNextStep`). Returns false when a writer of another process
+    /// was in the way: the caller backs off (`backOff()`, with no lock held) and calls again.
+    ///
+    /// - Throws: `LarderError.staleView` when another process changed the meta page meanwhile
+    ///   (the caller takes up the change and calls again).
+    func listNextEntries(_ listing: inout EntryListing) throws(LarderError) -> Bool {
+        try checkOpen()
+        let view = currentView
+        let epoch = state.indexEpoch
+        // A dead writer's file holds still: records it left half written are taken for removed.
+        let abandoned = writerDied(in: epoch, noting: &listing.retry)
+        return try listing.takeNextStep(through: view, file: file, state: state, epoch: epoch, abandoned: abandoned,
+                                        maximumAge: maximumAge, stepHook: testHooks.listingStep)
     }
 
     /// Reader: whether no writer of any process was rearranging the index when `epoch` was read,

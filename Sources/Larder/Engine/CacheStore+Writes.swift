@@ -186,19 +186,11 @@ extension CacheStore {
 
     /// Adds a new live record to the counts.
     @inline(__always)
-    func addToLiveCounts(_ header: RecordHeader) {
-        state.liveRawBytes &+= header.rawLength
-        state.liveStoredBytes &+= header.storedLength
-        state.liveRecordBytes &+= header.totalSize
-    }
+    func addToLiveCounts(_ header: RecordHeader) { state.addToLiveCounts(header) }
 
     /// Takes a record that is no longer live out of the counts.
     @inline(__always)
-    func removeFromLiveCounts(_ header: RecordHeader) {
-        state.liveRawBytes &-= header.rawLength
-        state.liveStoredBytes &-= header.storedLength
-        state.liveRecordBytes &-= header.totalSize
-    }
+    func removeFromLiveCounts(_ header: RecordHeader) { state.removeFromLiveCounts(header) }
 
     // MARK: - Replacing in place
 
@@ -306,12 +298,8 @@ extension CacheStore {
         let removed = state.entryCount
         let oldDraining = meta.drainingIndex
         meta.drainingIndex = .none
-        cacheIndex = cacheIndex.withoutDraining()
-        state.migrationCursor = 0
         meta.firstValidSequence = state.nextSequence
-        beginIndexChange()
-        active.clear()
-        endIndexChange()
+        index.value.removeAll()
         // Both copies, each durable: with one, the meta write after next would go over the only
         // copy on disk that holds the clear, and a power cut tearing it, the other copy not yet
         // written back, would bring the cleared entries back (FORMAT.md 6.6).

@@ -14,8 +14,8 @@ import CLarderSupport
 /// process-local counters, both atomically.
 ///
 /// The store composes the parts that own their state: the mapped file (`MappedFile`), the
-/// shared-state page (`SharedState`), the reader slots (`ReaderTable`), the index tables
-/// (`CacheIndex`), the allocator's knowledge (`RingAllocator`) and the process-local words
+/// shared-state page (`SharedState`), the reader slots (`ReaderTable`), the index
+/// (`IndexMaintainer`), the allocator's knowledge (`RingAllocator`) and the process-local words
 /// (`LocalWords`). It keeps the locking and the open and close life cycle (here). The work on
 /// them is split by concern: the ring allocator (Allocator/), eviction (Eviction/), index
 /// maintenance (Index/), recovery (Recovery/), reads and writes (Engine/).
@@ -77,14 +77,14 @@ final class CacheStore {
     let state: SharedState
     /// The change ring, for watchers of every process (FORMAT.md 3.3).
     let changes: ChangeRing
-    /// The index tables as this process has them (Index/CacheIndex.swift). Replaced whole, never
-    /// changed in place: every access is then instantaneous, and the optimizer drops its
-    /// run-time exclusivity checks.
-    var cacheIndex = CacheIndex() { didSet { viewGeneration &+= 1 } }
-    var active: HashTable { cacheIndex.active }
-    var draining: HashTable? { cacheIndex.draining }
+    /// The index tables, their migration and the epoch around their changes
+    /// (Index/IndexMaintainer.swift).
+    let index: StateCell<IndexMaintainer>
+    var active: HashTable { index.value.active }
+    var draining: HashTable? { index.value.draining }
     /// Moves whenever something `currentView` reads changes (the meta copy, whose file size every
-    /// growth updates, the tables, the change counter), so that publishing can skip unchanged views.
+    /// growth updates, the change counter; the tables have `IndexMaintainer.generation`), so that
+    /// publishing can skip unchanged views.
     private var viewGeneration: UInt64 = 0
     private var publishedGeneration: UInt64 = .max
     private(set) var isClosed = false
@@ -92,9 +92,6 @@ final class CacheStore {
     let localWords = LocalWords()
     /// Whether the last open found the file unclean and rebuilt it.
     private(set) var recoveredOnOpen = false
-    /// Set while `rebuild()` runs. Damage it cannot repair is then an error, not a loop, and its
-    /// index changes stay inside its own bracket of the index epoch.
-    var isRebuilding = false
     /// What tests watch and steer (CacheStore+Testing.swift).
     let testHooks = EngineTestHooks()
     /// The shared-state change counter this process's view (meta copy, tables, file size) was
@@ -135,6 +132,7 @@ final class CacheStore {
         self.isReadOnly = readOnly
         self.pageWarmer = PageWarmer.warming(file)
         self.state = SharedState(file: file, pageSize: meta.pageSize)
+        self.index = StateCell(IndexMaintainer(state: state))
         self.changes = ChangeRing(file: file, pageSize: meta.pageSize)
         self.forkGeneration = lrd_watch_forks()
         self.serial = lrd_fetch_add_u64(CacheStore.openedStores.pointer, 1) &+ 1
@@ -145,7 +143,7 @@ final class CacheStore {
 
     deinit {
         allocator.value.deadRooms.deallocateScratch()
-        cacheIndex.deallocate()
+        index.value.deallocate()
     }
 
     // MARK: - Opening
@@ -508,8 +506,7 @@ final class CacheStore {
 
     /// Finds the index tables the meta page names, checking their segment headers.
     func attachTables() throws(LarderError) {
-        let index = cacheIndex
-        cacheIndex = try index.attached(in: file, meta: meta)
+        try index.value.attach(in: file, meta: meta)
     }
 
     /// Clears the clean flag durably before any change, so that a crash from here on is noticed.
@@ -558,7 +555,7 @@ final class CacheStore {
 
     /// The view of the file readers look through, as this process has it now.
     var currentView: ReadView {
-        let index = cacheIndex
+        let index = index.value.tables
         return ReadView(base: file.viewBase, limit: min(ringEnd, file.size), ringStart: ringStart, seed: seed,
                         firstValidSequence: meta.firstValidSequence, active: index.active, draining: index.draining,
                         changeCounter: viewChangeCounter)
@@ -566,30 +563,25 @@ final class CacheStore {
 
     /// Lets this process's readers see the file as this writer left it. Under the exclusive
     /// in-process lock, at the end of every write and refresh.
+    @inline(__always)
     func publishView() {
-        guard viewGeneration != publishedGeneration else { return }
+        let generation = viewGeneration &+ index.value.generation
+        guard generation != publishedGeneration else { return }
+        publishView(generation: generation)
+    }
+
+    @inline(never)
+    private func publishView(generation: UInt64) {
         var view = currentView
         view.maximumAge = maximumAge
         publishedView.publish(view)
-        publishedGeneration = viewGeneration
+        publishedGeneration = generation
     }
 
     // MARK: - Other processes
 
     /// Whether another process changed the meta page since this view was taken.
     var viewIsCurrent: Bool { state.changeCounter == viewChangeCounter }
-
-    /// Brackets a rearrangement of index slots with the index epoch (FORMAT.md 7.7.3), so that
-    /// readers of other processes that miss meanwhile look again. Recovery brackets the whole of
-    /// its work: the relocations and removals it makes while placing the new index must not end
-    /// its bracket early.
-    func beginIndexChange() {
-        if !isRebuilding { state.beginIndexChange() }
-    }
-
-    func endIndexChange() {
-        if !isRebuilding { state.endIndexChange() }
-    }
 
     /// Takes the meta page, tables and file size another process left. Under the exclusive
     /// in-process lock.
@@ -700,6 +692,12 @@ final class CacheStore {
         noteWriterStateAtRelease()
         state.endWrites()
         lrd_writer_unlock(state.writerLockArea, file.descriptor.rawValue)
+    }
+
+    /// Rebuilds the ring and the index from the records (Recovery/Rebuilder.swift). Under the
+    /// writer lock.
+    func rebuild() throws(LarderError) {
+        try Rebuilder.rebuild(self)
     }
 
     // MARK: - Closing

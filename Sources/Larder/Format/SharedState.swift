@@ -196,6 +196,22 @@ struct SharedState {
     }
     func endIndexChange() { lrd_store_release_u64(page + Field.indexEpoch, (indexEpoch | 1) &+ 1) }
 
+    /// Adds a new live record to the counts.
+    @inline(__always)
+    func addToLiveCounts(_ header: RecordHeader) {
+        liveRawBytes &+= header.rawLength
+        liveStoredBytes &+= header.storedLength
+        liveRecordBytes &+= header.totalSize
+    }
+
+    /// Takes a record that is no longer live out of the counts.
+    @inline(__always)
+    func removeFromLiveCounts(_ header: RecordHeader) {
+        liveRawBytes &-= header.rawLength
+        liveStoredBytes &-= header.storedLength
+        liveRecordBytes &-= header.totalSize
+    }
+
     func counter(_ counter: Counter) -> UInt64 { word(counter.offset) }
     func add(_ amount: UInt64, to counter: Counter) { setWord(counter.offset, word(counter.offset) &+ amount) }
 }

@@ -1,5 +1,5 @@
 /// The index tables of a store as this process has them: the active table, and while the index
-/// grows, the table being drained into it (Index/IndexMaintenance.swift moves the slots).
+/// grows, the table being drained into it (`IndexMaintainer` moves the slots).
 ///
 /// Invariants, checked in debug builds by `checkInvariants()`:
 /// - there is always an active table: a segment's, the scratch table of a recovery, or the
@@ -10,9 +10,8 @@
 /// A hostile meta page may name one segment as both tables: that is the file's to be wrong
 /// about (recovery drops such a draining index), not an invariant of this type.
 ///
-/// Its changes return a new value, which the store assigns whole: a mutation in place would be
-/// a long access to the store's property, and would cost every access a run-time exclusivity
-/// check.
+/// Its changes return a new value, which `IndexMaintainer` assigns whole: a view taken before a
+/// change keeps the tables it was taken with.
 ///
 /// The tables are views of segments in the map (`IndexSegment.table`), valid while the store's
 /// `MappedFile` lives. The migration cursor and the index epoch are the file's, in `SharedState`.

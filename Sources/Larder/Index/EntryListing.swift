@@ -32,8 +32,8 @@ struct EntryListing {
     fileprivate var slots: [UInt64] = []
     fileprivate var readFromActive: [UInt64] = []
     fileprivate var readFromDraining: [UInt64] = []
-    /// The waits of the step being taken.
-    fileprivate var retry = CacheStore.Retry()
+    /// The waits of the step being taken; the store notes in it the odd epochs it meets.
+    var retry = CacheStore.Retry()
 
     var isFinished: Bool { nextTag >= EntryListing.tagCount }
 
@@ -70,44 +70,31 @@ struct EntryListing {
     /// The last key appended.
     fileprivate var lastKey: ArraySlice<UInt8> { keyBytes[(entries.last?.keyStart ?? keyBytes.count)...] }
 
-    /// Calls `body` with the key and value length of each entry of the last step, until `body`
-    /// returns false. Returns whether it went through all of them.
-    func forEachListed(_ body: (_ key: UnsafeRawBufferPointer, _ valueLength: Int) -> Bool) -> Bool {
-        keyBytes.withUnsafeBytes { all in
-            for (index, entry) in entries.enumerated() {
-                let end = index + 1 < entries.count ? entries[index + 1].keyStart : all.count
-                if !body(UnsafeRawBufferPointer(rebasing: all[entry.keyStart..<end]), entry.valueLength) { return false }
-            }
-            return true
-        }
-    }
-}
-
-extension CacheStore {
-    /// Reader, under the in-process read lock with a current view: one attempt at the listing's
-    /// next step, the live, unexpired entries whose tags are in the step's range. Returns false
-    /// when a writer of another process was in the way: the caller backs off (`backOff()`, with
-    /// no lock held) and calls again.
+    /// Reader, under the in-process read lock with a current view: one attempt at the next step,
+    /// the live, unexpired entries whose tags are in the step's range. Returns false when a
+    /// writer of another process was in the way: the caller backs off (`backOff()`, with no lock
+    /// held) and calls again.
     ///
+    /// - Parameters:
+    ///   - view: the store's view now (`CacheStore.currentView`), whose tables are read.
+    ///   - abandoned: whether the writer of the odd `epoch` died in its change.
+    ///   - stepHook: called between the reading of the slots and the checking of their records.
     /// - Throws: `LarderError.staleView` when another process changed the meta page meanwhile
     ///   (the caller takes up the change and calls again).
-    func listNextEntries(_ listing: inout EntryListing) throws(LarderError) -> Bool {
-        try checkOpen()
-        let view = currentView
-        var tags = listing.nextTags(activeSlotCount: view.active.slotCount)
+    mutating func takeNextStep(through view: ReadView, file: MappedFile, state: SharedState, epoch: UInt64,
+                               abandoned: Bool, maximumAge: UInt64,
+                               stepHook: (([UInt64]) -> Void)?) throws(LarderError) -> Bool {
+        var tags = nextTags(activeSlotCount: view.active.slotCount)
         let now = SystemCall.nowMilliseconds()
-        listing.startAttempt()
-        let epoch = state.indexEpoch
-        // A dead writer's file holds still: records it left half written are taken for removed.
-        let abandoned = writerDied(in: epoch, noting: &listing.retry)
+        startAttempt()
         // Whether no writer has changed the index or written a record over since `epoch` was read.
         func indexStayedAsRead() -> Bool { state.indexEpoch == epoch && (epoch & 1 == 0 || abandoned) }
         func collectSlots(withTagsIn tags: Range<UInt32>) -> Bool {
-            listing.slots.removeAll(keepingCapacity: true)
-            listing.readFromActive.removeAll(keepingCapacity: true)
-            listing.readFromDraining.removeAll(keepingCapacity: true)
-            let active = view.active.collectSlots(withTagsIn: tags, into: &listing.slots, reading: &listing.readFromActive)
-            let draining = view.draining?.collectSlots(withTagsIn: tags, into: &listing.slots, reading: &listing.readFromDraining) ?? true
+            slots.removeAll(keepingCapacity: true)
+            readFromActive.removeAll(keepingCapacity: true)
+            readFromDraining.removeAll(keepingCapacity: true)
+            let active = view.active.collectSlots(withTagsIn: tags, into: &slots, reading: &readFromActive)
+            let draining = view.draining?.collectSlots(withTagsIn: tags, into: &slots, reading: &readFromDraining) ?? true
             return active && draining
         }
         if !collectSlots(withTagsIn: tags) {
@@ -121,19 +108,19 @@ extension CacheStore {
         // in place (each in a bracket of the epoch) move no slot, and neither does one that
         // paused or died in the middle of a change (where each key is in a slot throughout).
         guard indexStayedAsRead()
-                || (view.active.stillHolds(listing.readFromActive, from: tags)
-                    && view.draining?.stillHolds(listing.readFromDraining, from: tags) != false)
+                || (view.active.stillHolds(readFromActive, from: tags)
+                    && view.draining?.stillHolds(readFromDraining, from: tags) != false)
         else { return false }
-        testHooks.listingStep?(listing.slots)
+        stepHook?(slots)
         // Each slot once (a damaged index, or one a writer died rearranging, may hold one twice),
         // and the records in file order.
-        listing.slots.sort { (HashTable.offset(of: $0), $0) < (HashTable.offset(of: $1), $1) }
+        slots.sort { (HashTable.offset(of: $0), $0) < (HashTable.offset(of: $1), $1) }
         var previous: UInt64?
         // The records lie anywhere in the file: their first lines start loading together.
-        for slot in listing.slots where HashTable.offset(of: slot) < view.limit {
+        for slot in slots where HashTable.offset(of: slot) < view.limit {
             lrd_prefetch(view.base + HashTable.offset(of: slot))
         }
-        for slot in listing.slots {
+        for slot in slots {
             defer { previous = slot }
             if slot == previous { continue }
             let offset = HashTable.offset(of: slot)
@@ -144,26 +131,37 @@ extension CacheStore {
                 if indexStayedAsRead() { continue }
                 return false
             }
-            listing.append(key: keyBytes(at: offset, header: header), valueLength: header.rawLength)
+            append(key: file.bytes(at: offset + RecordHeader.size, count: header.keyLength), valueLength: header.rawLength)
             // The re-check looks at the offset and header only.
-            let found = FoundEntry(offset: offset, header: header, inDraining: false, slotIndex: 0)
-            guard isUnchanged(found, in: view) else {
-                listing.removeLast()
-                if !viewIsCurrent { throw LarderError.staleView }
+            guard view.isUnchanged(at: offset, sequence: header.sequence, state: state) else {
+                removeLast()
+                if state.changeCounter != view.changeCounter { throw LarderError.staleView }
                 return false
             }
-            let isTheSlotsEntry = listing.lastKey.withUnsafeBytes { KeyHash($0).tag == HashTable.tag(of: slot) }
+            let isTheSlotsEntry = lastKey.withUnsafeBytes { KeyHash($0).tag == HashTable.tag(of: slot) }
             if !isTheSlotsEntry {
-                listing.removeLast()
+                removeLast()
                 if indexStayedAsRead() { continue }
                 return false
             }
-            if header.isExpired(now: now, maximumAge: maximumAge) { listing.removeLast() }
+            if header.isExpired(now: now, maximumAge: maximumAge) { removeLast() }
         }
         // The tables read were the view's only if no meta page was written since: one that no
         // longer names a table lets its space be reused.
-        guard viewIsCurrent else { throw LarderError.staleView }
-        listing.finishStep(through: tags)
+        guard state.changeCounter == view.changeCounter else { throw LarderError.staleView }
+        finishStep(through: tags)
         return true
+    }
+
+    /// Calls `body` with the key and value length of each entry of the last step, until `body`
+    /// returns false. Returns whether it went through all of them.
+    func forEachListed(_ body: (_ key: UnsafeRawBufferPointer, _ valueLength: Int) -> Bool) -> Bool {
+        keyBytes.withUnsafeBytes { all in
+            for (index, entry) in entries.enumerated() {
+                let end = index + 1 < entries.count ? entries[index + 1].keyStart : all.count
+                if !body(UnsafeRawBufferPointer(rebasing: all[entry.keyStart..<end]), entry.valueLength) { return false }
+            }
+            return true
+        }
     }
 }

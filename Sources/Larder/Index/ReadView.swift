@@ -8,7 +8,7 @@ import CLarderSupport
 /// while it is open, so `[0, limit)` stays readable for the store's life, and the tables are index
 /// segments in the map (or the store's empty placeholder). Every offset read from the file is
 /// checked against `limit` before it is followed. Whether what was read through a view still
-/// holds is the reader's check at the end (`CacheStore.isUnchanged`): its `changeCounter` must
+/// holds is the reader's check at the end (`isUnchanged`): its `changeCounter` must
 /// still be the file's.
 struct ReadView {
     let base: UnsafeMutableRawPointer
@@ -35,7 +35,7 @@ struct ReadView {
     ///     bytes then start loading early).
     @inline(__always)
     func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, migrationCursor: Int,
-                valueFollows: Bool = false) -> CacheStore.FoundEntry? {
+                valueFollows: Bool = false) -> FoundEntry? {
         // The loop of `probe`, written out: a lookup inlines a whole header check, and through
         // `probe`'s two searches a delete took 74 instructions more (6efac2f's shape kept).
         var inDraining = false
@@ -54,7 +54,7 @@ struct ReadView {
                 offset = candidate
                 return header != nil
             }), let header {
-                return CacheStore.FoundEntry(offset: offset, header: header, inDraining: inDraining, slotIndex: slotIndex)
+                return FoundEntry(offset: offset, header: header, inDraining: inDraining, slotIndex: slotIndex)
             }
             inDraining.toggle()
             tablesLeft -= 1
@@ -186,6 +186,21 @@ struct ReadView {
         return header
     }
 
+    /// Whether the record at `offset`, numbered `sequence` when it was checked, still is what it
+    /// was: live, same sequence number, and no meta change since the view was taken. Writers never
+    /// change a live record's bytes; they mark it dead first, or (clearing) move the change counter
+    /// first, with a fence, so an unchanged record means the bytes read meanwhile were its own.
+    @inline(__always)
+    func isUnchanged(at offset: Int, sequence: UInt64, state: SharedState) -> Bool {
+        lrd_fence_acquire()
+        let record = base + offset
+        let word = UInt64(littleEndian: lrd_load_acquire_u64(record))
+        return word & RecordHeader.Word0.liveBit != 0
+            && UInt64(littleEndian: record.loadUnaligned(fromByteOffset: RecordHeader.Field.sequence, as: UInt64.self))
+                == sequence
+            && state.changeCounter == changeCounter
+    }
+
     /// The keys of the live entries whose hash (`KeyHash.value`) has the bits of `hashBits`
     /// above the low 3: how a watcher names the key of a change the change ring gives by hash
     /// (FORMAT.md 3.3). Each key is checked against the hash after it is copied, so a record
@@ -207,7 +222,7 @@ struct ReadView {
 
     /// The stored bytes of the entry `found` (its key is before them).
     @inline(__always)
-    func storedValue(of found: CacheStore.FoundEntry) -> UnsafeRawBufferPointer {
+    func storedValue(of found: FoundEntry) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: base + found.offset + RecordHeader.size + found.header.keyLength,
                                count: found.header.storedLength)
     }
@@ -216,7 +231,7 @@ struct ReadView {
     /// returns the data checksum of `key` ++ the copy: one pass, and the checksum is of the bytes
     /// copied, whatever the map holds meanwhile.
     @inline(__always)
-    func copyStoredValue(of found: CacheStore.FoundEntry, key: UnsafeRawBufferPointer,
+    func copyStoredValue(of found: FoundEntry, key: UnsafeRawBufferPointer,
                          to destination: UnsafeMutableRawPointer?) -> UInt32 {
         lrd_crc32c_then_copy(seed, key.baseAddress, key.count, destination,
                              storedValue(of: found).baseAddress, found.header.storedLength)
@@ -225,8 +240,17 @@ struct ReadView {
     /// Whether `key` and the value bytes of the entry `found` match its data checksum: the
     /// caller's key, not the bytes of the record's, so that a value passes only as the value of
     /// the key asked for, whatever a writer of another process does to the record meanwhile.
-    func dataIsIntact(_ found: CacheStore.FoundEntry, key: UnsafeRawBufferPointer) -> Bool {
+    func dataIsIntact(_ found: FoundEntry, key: UnsafeRawBufferPointer) -> Bool {
         lrd_crc32c(lrd_crc32c(seed, key.baseAddress, key.count), storedValue(of: found).baseAddress, found.header.storedLength)
             == found.header.dataChecksum
     }
+}
+
+/// A live entry a lookup found.
+struct FoundEntry {
+    let offset: Int
+    let header: RecordHeader
+    /// Whether its slot is in the draining table.
+    let inDraining: Bool
+    let slotIndex: Int
 }

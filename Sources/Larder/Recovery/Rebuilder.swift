@@ -7,27 +7,83 @@
 /// newest record written at the head (not one flagged as written inside the span), the tail to
 /// the oldest live one, and a fresh index is filled. The time is one sequential read of the file
 /// plus one checksum pass over its records.
-extension CacheStore {
+///
+/// A `Rebuilder` is one rebuild's walk of the ring, and what it has found so far: the live
+/// entries (newest of each key), the newest record written at the head, the highest sequence
+/// number. It works on the file and the shared state only. `rebuild(_:)` makes one, and places
+/// the ring and the index from what it found: that takes the store's meta copy, ring allocator
+/// and index as well.
+///
+/// Invariants, checked in debug builds by `checkInvariants()`:
+/// - `ringStart <= coveredUpTo <= position`: every byte before `coveredUpTo` is a kept record, an
+///   island or padding;
+/// - `newest.sequence <= highestSequence`, and `newest.end` lies in the ring.
+struct Rebuilder {
     /// How much of the ring a rebuild scans between two moves of the index epoch: about a tenth
     /// of a second here, well within a reader's patience.
-    static let rebuildSignOfLifeBytes = 64 << 20
+    static let signOfLifeBytes = 64 << 20
 
-    func rebuild() throws(LarderError) {
-        guard !isRebuilding else {
-            throw LarderError(.corrupt, "the ring is still inconsistent after recovery", path: path)
+    private let file: MappedFile
+    private let state: SharedState
+    private let ringStart: Int, ringEnd: Int, pageSize: Int
+    private let seed: UInt32
+    private let firstValidSequence: UInt64
+    /// Index segments the meta page names and whose headers hold: skipped whole.
+    private let islands: [IndexLocation]
+    private let islandBytes: [Range<Int>]
+    /// The live entries kept, one per key.
+    private let scratch = ScratchTable()
+    /// The newest record written at the head (not one flagged as written inside the span).
+    private var newest: (sequence: UInt64, end: Int)
+    /// The highest sequence number of any record kept; the next one follows it.
+    private var highestSequence: UInt64 = 0
+    private var position: Int
+    private var coveredUpTo: Int
+    private var dataChecks: DataCheckBudget
+    /// Where the walk next moves the index epoch on (see `signOfLifeBytes`).
+    private var nextSignOfLife: Int
+
+    /// A walk of the ring of `file` as `meta` describes it, from `ringStart`.
+    private init(file: MappedFile, state: SharedState, meta: Meta, ringStart: Int, islands: [IndexLocation]) {
+        self.file = file
+        self.state = state
+        self.ringStart = ringStart
+        ringEnd = meta.fileSize
+        pageSize = meta.pageSize
+        seed = meta.checksumSeed
+        firstValidSequence = meta.firstValidSequence
+        self.islands = islands
+        islandBytes = islands.map { $0.bytes(pageSize: meta.pageSize) }
+        newest = (0, ringStart)
+        position = ringStart
+        coveredUpTo = ringStart
+        dataChecks = DataCheckBudget(ringBytes: ringEnd - ringStart)
+        // A rebuild is one long bracket: it moves the epoch on to the next odd value as it goes,
+        // so that readers of other processes can tell it from a writer that died in one, which
+        // leaves one odd value standing (FORMAT.md 7.7.3).
+        nextSignOfLife = ringStart + Rebuilder.signOfLifeBytes
+    }
+
+    /// Rebuilds `store` from its records, under the writer lock.
+    ///
+    /// - Throws: `.corrupt` when called while a rebuild runs (damage it cannot repair is then an
+    ///   error, not a loop), and what placing the index or flushing throws.
+    static func rebuild(_ store: CacheStore) throws(LarderError) {
+        guard store.index.value.beginRebuild() else {
+            throw LarderError(.corrupt, "the ring is still inconsistent after recovery", path: store.path)
         }
-        isRebuilding = true
+        let state = store.state
         // Records past the ring's end would come back when it grows again (MappedFile).
-        try file.discard(past: ringEnd)
+        try store.file.discard(past: store.ringEnd)
         // Recovery pads over whatever fails its checks: the listed rooms among it too.
-        allocator.value.deadRooms.list.removeAll()
+        store.allocator.value.deadRooms.list.removeAll()
         // Readers of other processes that miss while the index is rebuilt look again.
         state.beginIndexChange()
         defer {
             state.endIndexChange()
-            isRebuilding = false
+            store.index.value.endRebuild()
             // Any entry may have changed: watchers look at the cache itself.
-            changes.record(hash: 0, kind: .rebuilt)
+            store.changes.record(hash: 0, kind: .rebuilt)
         }
         let counters = state.isFormatted ? SharedState.Counter.allCases.map { state.counter($0) } : nil
         // Numbers handed out before stay handed out, even those of records lost since: a reader
@@ -44,41 +100,38 @@ extension CacheStore {
 
         // Index segments the meta page names and whose headers hold are skipped whole; a
         // draining one that shares bytes with the active one (a hostile file) is none.
+        let meta = store.meta
         var islands: [IndexLocation] = []
         for location in meta.indexSegmentsOverlap ? [meta.activeIndex] : [meta.activeIndex, meta.drainingIndex]
-        where IndexSegment.table(in: file, at: location, pageSize: pageSize, seed: seed) != nil {
+        where IndexSegment.table(in: store.file, at: location, pageSize: store.pageSize, seed: store.seed) != nil {
             islands.append(location)
         }
-        var rebuilder = Rebuilder(store: self, islands: islands)
+        var rebuilder = Rebuilder(file: store.file, state: state, meta: meta, ringStart: store.ringStart, islands: islands)
         rebuilder.scan()
-        let scratch = rebuilder.scratch
-        let newest = rebuilder.newest
-        let highestSequence = rebuilder.highestSequence
-
-        placeRing(afterNewestEndingAt: newest.sequence > 0 ? rebuilder.headEnd() : ringStart, entries: scratch)
+        rebuilder.placeRing(afterNewestEndingAt: rebuilder.newest.sequence > 0 ? rebuilder.headEnd() : rebuilder.ringStart)
         // Counted on from next: no higher than what recovery keeps (FORMAT.md 4.1). Every record
         // below the old value is dead by now, every one above the new one dropped. Never lower
         // than the number the shared state had reached, when that was below the limit.
-        meta.firstValidSequence = min(meta.firstValidSequence, RecordHeader.recoverableSequenceLimit)
-        state.nextSequence = max(highestSequence + 1, meta.firstValidSequence, 2, formerNext)
+        store.meta.firstValidSequence = min(store.meta.firstValidSequence, RecordHeader.recoverableSequenceLimit)
+        state.nextSequence = max(rebuilder.highestSequence + 1, store.meta.firstValidSequence, 2, formerNext)
         do throws(LarderError) {
-            try placeIndex(scratch, reusable: islands)
+            try rebuilder.placeIndex(in: store)
         } catch {
             // The scratch table may stand in as the index and is about to be freed: until the
             // next rebuild (the file still needs repair), the index is the empty placeholder.
-            cacheIndex = cacheIndex.detached()
+            store.index.value.detach()
             throw error
         }
-        try file.flush()
+        try store.file.flush()
         state.needsRepair = false
     }
 
     /// Head after the newest record; tail at the first live entry after it in ring order, so
     /// that the oldest records are the first to be reclaimed.
-    private func placeRing(afterNewestEndingAt head: Int, entries: ScratchTable) {
+    private func placeRing(afterNewestEndingAt head: Int) {
         var firstAfterHead = Int.max
         var firstOverall = Int.max
-        entries.forEachSlot { slot in
+        scratch.forEachSlot { slot in
             let offset = HashTable.offset(of: slot)
             if offset >= head { firstAfterHead = min(firstAfterHead, offset) }
             firstOverall = min(firstOverall, offset)
@@ -100,47 +153,50 @@ extension CacheStore {
         }
     }
 
-    /// Puts the collected entries into an index segment: the old active one when it is big
-    /// enough, else a new one allocated at the head (evicting from the tail if need be).
-    private func placeIndex(_ scratch: ScratchTable, reusable islands: [IndexLocation]) throws(LarderError) {
+    /// Puts the collected entries into an index segment of `store`: the old active one when it is
+    /// big enough, else a new one allocated at the head (evicting from the tail if need be). The
+    /// segments in `islands` may be reused; the others are no index.
+    private func placeIndex(in store: CacheStore) throws(LarderError) {
         var slotCount = HashTable.minimumSlotCount
         // Two thirds of the load limit: room to grow before the next doubling.
         while scratch.count > HashTable.loadLimit(slotCount: slotCount) * 2 / 3 && slotCount < HashTable.maximumSlotCount {
             slotCount *= 2
         }
         while slotCount > HashTable.minimumSlotCount
-                && IndexSegment.byteCount(slotCount: slotCount, pageSize: pageSize) > (capacity - ringStart) / 3 {
+                && IndexSegment.byteCount(slotCount: slotCount, pageSize: pageSize) > (store.capacity - ringStart) / 3 {
             slotCount /= 2
         }
         // Segments that are not valid are no islands: the ring may use their space.
         // A draining index that shares bytes with the active one (a hostile file) is no index:
         // retiring it would mark the active segment dead.
-        if !islands.contains(meta.drainingIndex) || meta.indexSegmentsOverlap { meta.drainingIndex = .none }
-        if !islands.contains(meta.activeIndex) { meta.activeIndex = .none }
+        if !islands.contains(store.meta.drainingIndex) || store.meta.indexSegmentsOverlap { store.meta.drainingIndex = .none }
+        if !islands.contains(store.meta.activeIndex) { store.meta.activeIndex = .none }
         // The old segments stay islands, untouched, until the meta page no longer names them:
         // other processes may still be looking through them.
-        var retired = [meta.drainingIndex].filter(\.exists)
-        if meta.activeIndex.exists, meta.activeIndex.slotCount >= slotCount,
-           let table = IndexSegment.table(in: file, at: meta.activeIndex, pageSize: pageSize, seed: seed) {
-            cacheIndex = cacheIndex.replaced(with: table)
+        var retired = [store.meta.drainingIndex].filter(\.exists)
+        let activeIndex = store.meta.activeIndex
+        if activeIndex.exists, activeIndex.slotCount >= slotCount,
+           let table = IndexSegment.table(in: file, at: activeIndex, pageSize: pageSize, seed: seed) {
+            store.index.value.replace(with: table)
         } else {
             // The scratch table stands in as the index while the ring makes room, so that any
             // eviction this causes is reflected in it.
-            cacheIndex = cacheIndex.replaced(with: scratch.table)
+            store.index.value.replace(with: scratch.table)
             let bytes = IndexSegment.byteCount(slotCount: slotCount, pageSize: pageSize)
-            let offset = try reserve(bytes, alignment: pageSize)
+            let offset = try store.reserve(bytes, alignment: pageSize)
             IndexSegment.format(in: file, at: offset, slotCount: slotCount, byteCount: bytes,
-                                sequence: takeSequence(), now: SystemCall.nowMilliseconds(), seed: seed)
-            advanceHead(past: bytes)
-            if meta.activeIndex.exists { retired.append(meta.activeIndex) }
+                                sequence: store.takeSequence(), now: SystemCall.nowMilliseconds(), seed: seed)
+            store.advanceHead(past: bytes)
+            if store.meta.activeIndex.exists { retired.append(store.meta.activeIndex) }
             let location = IndexLocation(offset: offset, slotCount: slotCount)
             guard let table = IndexSegment.table(in: file, at: location, pageSize: pageSize, seed: seed) else {
-                throw LarderError(.corrupt, "could not place a new index segment", path: path)
+                throw LarderError(.corrupt, "could not place a new index segment", path: store.path)
             }
-            meta.activeIndex = location
-            cacheIndex = cacheIndex.replaced(with: table)
+            store.meta.activeIndex = location
+            store.index.value.replace(with: table)
         }
-        meta.drainingIndex = .none
+        store.meta.drainingIndex = .none
+        let active = store.active
         active.clear()
         let limit = active.loadLimit
         var placed = 0
@@ -148,65 +204,15 @@ extension CacheStore {
             // Below the limit, the table just cleared has room.
             if placed < limit, active.insert(slot) != nil {
                 placed += 1
-            } else if let header = entryHeader(at: HashTable.offset(of: slot)) {
+            } else if let header = store.entryHeader(at: HashTable.offset(of: slot)) {
                 // More entries than the largest allowed index holds: the surplus is dropped.
                 RecordHeader.markDead(in: file, at: HashTable.offset(of: slot))
-                removeFromLiveCounts(header)
+                state.removeFromLiveCounts(header)
                 state.entryCount &-= 1
             }
         }
-        try writeMeta()
+        try store.writeMeta()
         for segment in retired { RecordHeader.markDead(in: file, at: segment.offset) }
-    }
-}
-
-/// One rebuild's walk of the ring, and what it has found so far: the live entries (newest of
-/// each key), the newest record written at the head, the highest sequence number.
-///
-/// Invariants, checked in debug builds by `checkInvariants()`:
-/// - `ringStart <= coveredUpTo <= position`: every byte before `coveredUpTo` is a kept record, an
-///   island or padding;
-/// - `newest.sequence <= highestSequence`, and `newest.end` lies in the ring.
-struct Rebuilder {
-    /// The store being rebuilt: its file, shared state and live counts.
-    private unowned let store: CacheStore
-    private let file: MappedFile
-    private let ringStart: Int, ringEnd: Int, pageSize: Int
-    private let seed: UInt32
-    private let firstValidSequence: UInt64
-    /// Index segments the meta page names and whose headers hold: skipped whole.
-    private let islands: [IndexLocation]
-    private let islandBytes: [Range<Int>]
-    /// The live entries kept, one per key.
-    let scratch = ScratchTable()
-    /// The newest record written at the head (not one flagged as written inside the span).
-    private(set) var newest: (sequence: UInt64, end: Int)
-    /// The highest sequence number of any record kept; the next one follows it.
-    private(set) var highestSequence: UInt64 = 0
-    private var position: Int
-    private var coveredUpTo: Int
-    private var dataChecks: DataCheckBudget
-    /// Where the walk next moves the index epoch on (see `CacheStore.rebuildSignOfLifeBytes`).
-    private var nextSignOfLife: Int
-
-    init(store: CacheStore, islands: [IndexLocation]) {
-        self.store = store
-        file = store.file
-        ringStart = store.ringStart
-        ringEnd = store.ringEnd
-        pageSize = store.pageSize
-        seed = store.seed
-        firstValidSequence = store.meta.firstValidSequence
-        self.islands = islands
-        islandBytes = islands.map { $0.bytes(pageSize: store.pageSize) }
-        newest = (0, ringStart)
-        position = ringStart
-        coveredUpTo = ringStart
-        dataChecks = DataCheckBudget(ringBytes: ringEnd - ringStart)
-        // A rebuild is one long bracket: it moves the epoch on to the next odd value as it goes,
-        // so that readers of other processes can tell it from a writer that died in one, which
-        // leaves one odd value standing (FORMAT.md 7.7.3).
-        nextSignOfLife = ringStart + CacheStore.rebuildSignOfLifeBytes
     }
 
     private func padGap(upTo end: Int) {
@@ -215,11 +221,11 @@ struct Rebuilder {
 
     /// Walks the ring from its start to its end once: keeps each record whose checks hold, pads
     /// over everything else.
-    mutating func scan() {
+    private mutating func scan() {
         while position + RecordHeader.paddingSize <= ringEnd {
             if position >= nextSignOfLife {
-                store.state.beginIndexChange()
-                nextSignOfLife = position + CacheStore.rebuildSignOfLifeBytes
+                state.beginIndexChange()
+                nextSignOfLife = position + Rebuilder.signOfLifeBytes
             }
             if let island = islands.first(where: { $0.offset == position }) {
                 padGap(upTo: position)
@@ -262,12 +268,12 @@ struct Rebuilder {
     /// Adds the live entry at `offset` to `scratch`, unless a newer record of the same key is
     /// there already; the loser is marked dead.
     private func keepNewest(at offset: Int, header: RecordHeader) {
-        let key = store.keyBytes(at: offset, header: header)
+        let key = keyBytes(at: offset, header: header)
         let tag = KeyHash(key).tag
         var rival: (offset: Int, header: RecordHeader)?
         let index = scratch.table.find(tag: tag) { candidate in
             guard let other = RecordHeader.read(from: file, at: candidate, limit: ringEnd, seed: seed),
-                  other.keyLength == key.count, store.keyBytes(at: candidate, header: other).sameBytes(as: key) else { return false }
+                  other.keyLength == key.count, keyBytes(at: candidate, header: other).sameBytes(as: key) else { return false }
             rival = (candidate, other)
             return true
         }
@@ -278,16 +284,20 @@ struct Rebuilder {
                 return
             }
             RecordHeader.markDead(in: file, at: rival.offset)
-            store.removeFromLiveCounts(rival.header)
+            state.removeFromLiveCounts(rival.header)
             scratch.replace(at: index, with: slot)
         } else if scratch.insert(slot) {
-            store.state.entryCount &+= 1
+            state.entryCount &+= 1
         } else {
             // More entries than the largest index holds: the surplus is dropped.
             RecordHeader.markDead(in: file, at: offset)
             return
         }
-        store.addToLiveCounts(header)
+        state.addToLiveCounts(header)
+    }
+
+    private func keyBytes(at offset: Int, header: RecordHeader) -> UnsafeRawBufferPointer {
+        file.bytes(at: offset + RecordHeader.size, count: header.keyLength)
     }
 
     /// Where the head was: after the newest record written at the head (`newest`), and after the
@@ -297,7 +307,7 @@ struct Rebuilder {
     /// which are older; in a full ring, the oldest of the span, which the walk passes only if
     /// they were written over since, and then as young as they are. After the scan, every byte of
     /// the ring is a kept record, an island or padding.
-    func headEnd() -> Int {
+    private func headEnd() -> Int {
         var head = newest.end
         var position = newest.end
         var walked = 0
