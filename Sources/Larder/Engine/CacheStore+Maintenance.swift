@@ -40,7 +40,7 @@ extension CacheStore {
             // Removing the expired: a sliding entry a read pushed back since it was chosen stays.
             if counter == .expirations && !(expired && claimExpired(at: offset, header: header)) { continue }
             removeEntry(at: offset, header: header, counter: expired ? .expirations : counter)
-            rememberDeadRoom(at: offset, header: header)
+            allocator.value.rememberDeadRoom(at: offset, header: header)
             if expired { removed.expired += 1 } else { removed.live += 1 }
         }
         return removed
@@ -69,7 +69,7 @@ extension CacheStore {
             if isSatisfied() { break }
             guard let header = entryHeader(at: candidate.offset) else { continue }
             removeEntry(at: candidate.offset, header: header, counter: candidate.rank == 0 ? .expirations : .evictions)
-            rememberDeadRoom(at: candidate.offset, header: header)
+            allocator.value.rememberDeadRoom(at: candidate.offset, header: header)
             if candidate.rank != 0 { evicted += 1 }
         }
         return evicted

@@ -36,7 +36,7 @@ extension CacheStore {
             }
             let offset = HashTable.offset(of: slot)
             removeEntry(FoundEntry(offset: offset, header: header, inDraining: inDraining, slotIndex: index), counter: .expirations)
-            rememberDeadRoom(at: offset, header: header)
+            allocator.value.rememberDeadRoom(at: offset, header: header)
             step.removed += 1
             // Removing from the active table shifts the slots after it back: this one again.
             if inDraining { position += 1 }

@@ -62,7 +62,7 @@ final class CacheStore {
     let isReadOnly: Bool
     var meta: Meta {
         didSet {
-            allocator.value.adopt(meta, ringStart: ringStart)
+            allocator.value.adopt(meta)
             limits.value = FileLimits(meta)
             viewGeneration &+= 1
         }
@@ -125,7 +125,6 @@ final class CacheStore {
         self.meta = meta
         self.pageSize = meta.pageSize
         self.ringStart = FileLayout.dataStart(pageSize: meta.pageSize)
-        self.allocator = StateCell(RingAllocator(meta: meta, ringStart: ringStart))
         self.limits = StateCell(FileLimits(meta))
         self.isReadOnly = readOnly
         self.pageWarmer = PageWarmer.warming(file)
@@ -134,11 +133,12 @@ final class CacheStore {
         self.forkGeneration = lrd_watch_forks()
         self.readers = ReaderTable(state: state, pageSize: meta.pageSize, processID: UInt64(SystemCall.processID()),
                                    tag: file.mappingTag)
+        self.allocator = StateCell(RingAllocator(meta: meta, ringStart: ringStart, file: file, state: state,
+                                                 readers: readers, pageWarmer: pageWarmer))
         self.publishedView = PublishedView(base: file.viewBase, ringStart: ringStart, seed: meta.checksumSeed)
     }
 
     deinit {
-        allocator.value.deadRooms.deallocateScratch()
         cacheIndex.deallocate()
     }
 
@@ -652,7 +652,7 @@ final class CacheStore {
         if rc < 0 { throw SystemCall.error("take the writer lock", errno: -rc).at(path) }
         // Before anything here can fail: giving the lock back records the state as this process
         // leaves it, other processes' changes included.
-        forgetDeadRoomIfOthersWrote()
+        allocator.value.forgetDeadRoomIfOthersWrote()
         do throws(LarderError) {
             if rc == LRD_LOCK_OWNER_DIED {
                 // Remember the repair in the file until it is done, whatever happens to this process,
@@ -677,7 +677,7 @@ final class CacheStore {
     }
 
     func releaseWriterLock() {
-        noteWriterStateAtRelease()
+        allocator.value.noteWriterStateAtRelease()
         lrd_writer_unlock(state.writerLockArea, file.descriptor.rawValue)
     }
 

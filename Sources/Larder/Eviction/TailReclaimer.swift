@@ -11,9 +11,6 @@
 /// them the rest of the ring is passed too and the file grows. Relocation and passing are
 /// bounded per write, so one put never does work proportional to the cache size.
 extension CacheStore {
-    /// Live record bytes below which unread records are kept (relocated) rather than evicted.
-    var compactionThreshold: Int { usableRingBytes / 4 * 3 }
-
     /// What one placement may do at the tail beyond passing dead records.
     struct ReclaimBudget {
         /// Record bytes it may relocate, bounded by the put's own size. Below the capacity a
@@ -86,8 +83,8 @@ extension CacheStore {
                 removeEntry(at: tail, header: header, counter: .expirations)
             } else if withinBudget,
                       belowCapacity && budget.relocatesUnread || RecordHeader.wasVisited(in: file, at: tail)
-                        || budget.relocatesUnread && state.liveRecordBytes <= compactionThreshold,
-                      makeRunAtHead(of: size) {
+                        || budget.relocatesUnread && state.liveRecordBytes <= allocator.value.compactionThreshold,
+                      allocator.value.makeRunAtHead(of: size) {
                 budget.relocationBytes -= size
                 relocate(from: tail, header: header)
                 return size
@@ -116,7 +113,7 @@ extension CacheStore {
     /// bytes in front of it) and both pass the record. It keeps its sequence number and access
     /// bit. False when the head cannot reach the tail.
     private func passInPlace(at tail: Int, size: Int) -> Bool {
-        guard moveHeadUpToTail() else { return false }
+        guard allocator.value.moveHeadUpToTail() else { return false }
         testHooks.recordsPassedInPlace += 1
         allocator.value.notePassedInPlace(size: size)
         // The span, the whole ring since the head reached the tail, keeps its length.
@@ -135,7 +132,7 @@ extension CacheStore {
     /// Until the tail comes round again, the padded bytes and the garbage passed stay unused.
     /// False when the head cannot reach the tail.
     private func passRestOfRing() -> Bool {
-        guard moveHeadUpToTail() else { return false }
+        guard allocator.value.moveHeadUpToTail() else { return false }
         testHooks.lapsGivenUp += 1
         allocator.value.deadRooms.list.tailPassed(ringEnd - state.tail)
         // The span, the whole ring since the head reached the tail, keeps its length.
