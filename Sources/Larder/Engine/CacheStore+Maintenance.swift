@@ -38,7 +38,7 @@ extension CacheStore {
             guard let header = entryHeader(at: offset) else { continue }
             let expired = header.isExpired(now: now, maximumAge: maximumAge)
             // Removing the expired: a sliding entry a read pushed back since it was chosen stays.
-            if counter == .expirations && !(expired && claimExpired(at: offset, header: header)) { continue }
+            if counter == .expirations && !(expired && SlidingExpiry.claimExpired(in: file, at: offset, header: header, maximumAge: maximumAge)) { continue }
             removeEntry(at: offset, header: header, counter: expired ? .expirations : counter)
             allocator.value.rememberDeadRoom(at: offset, header: header)
             if expired { removed.expired += 1 } else { removed.live += 1 }

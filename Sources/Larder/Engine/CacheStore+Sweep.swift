@@ -30,7 +30,7 @@ extension CacheStore {
             let slot = inDraining ? draining![index] : active[index]
             guard HashTable.isEntry(slot), let header = entryHeader(at: HashTable.offset(of: slot)),
                   header.isExpired(now: now, maximumAge: maximumAge),
-                  claimExpired(at: HashTable.offset(of: slot), header: header) else {
+                  SlidingExpiry.claimExpired(in: file, at: HashTable.offset(of: slot), header: header, maximumAge: maximumAge) else {
                 position += 1
                 continue
             }

@@ -79,7 +79,8 @@ extension CacheStore {
         if header.kind == .entry && header.isLive && header.sequence >= meta.firstValidSequence {
             let belowCapacity = ringEnd < capacity
             let withinBudget = belowCapacity ? budget.relocationBytes > 0 : budget.relocationBytes >= size
-            if header.isExpiredNow(maximumAge: maximumAge) && claimExpired(at: tail, header: header) {
+            if header.isExpiredNow(maximumAge: maximumAge)
+                && SlidingExpiry.claimExpired(in: file, at: tail, header: header, maximumAge: maximumAge) {
                 removeEntry(at: tail, header: header, counter: .expirations)
             } else if withinBudget,
                       belowCapacity && budget.relocatesUnread || RecordHeader.wasVisited(in: file, at: tail)
