@@ -74,4 +74,12 @@ extension CacheStore {
         }
         return evicted
     }
+
+    /// Writer, or a sole writer opening the file: evicts, in the order of `trim(toCount:)`, until
+    /// the entries fit a count limit lowered below them (Eviction/CountLimit.swift).
+    func trimToCountLimit() {
+        let limits = limits.value
+        guard limits.exceedsCountLimit(entryCount: state.entryCount) else { return }
+        _ = evict { !limits.exceedsCountLimit(entryCount: state.entryCount) }
+    }
 }

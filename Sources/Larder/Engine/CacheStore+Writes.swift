@@ -34,7 +34,7 @@ extension CacheStore {
             return
         }
         // A new key in a file at its standing count limit (none: one compare).
-        if replaced == nil && isAtCountLimit { try makeRoomInCountLimit(forPlacing: size) }
+        if replaced == nil && limits.value.isAtCountLimit(entryCount: state.entryCount) { try makeRoomInCountLimit(forPlacing: size) }
         try place(entry, size: size, hash: hash, replacing: replaced)
         changes.record(hash: hash.value, kind: .stored)
     }
