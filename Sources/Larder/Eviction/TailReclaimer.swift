@@ -17,9 +17,10 @@
 /// (Engine/CacheStore+Reclaiming.swift). One value serves one step: it holds the meta copy's
 /// figures the step reads.
 ///
-/// Invariants: the tail stays in `[ringStart, ringEnd)`, or at the head when the span is
-/// empty; a tail that passes `n` bytes of records takes `n` off the span, unless the head takes
-/// them at once (relocation, passing in place), when the span keeps its length.
+/// Invariants, checked in debug builds after each move of the tail by `checkInvariants`: the
+/// tail stays in `[ringStart, ringEnd)`, or at the head when the span is empty; the span is never
+/// negative. A tail that passes `n` bytes of records takes `n` off the span, unless the head
+/// takes them at once (relocation, passing in place), when the span keeps its length.
 struct TailReclaimer {
     /// Records with a lower sequence number were voided by a clear (`Meta.firstValidSequence`).
     let firstValidSequence: UInt64
@@ -215,6 +216,7 @@ struct TailReclaimer {
     private func moveTail(_ ring: inout RingAllocator, pastRecordAt offset: Int, size: Int) {
         ring.deadRooms.list.tailPassed(size)
         ring.state.tail = offset + size >= ring.ringEnd ? ring.ringStart : offset + size
+        checkInvariants(ring)
     }
 
     @inline(__always)
@@ -228,5 +230,17 @@ struct TailReclaimer {
             state.tail = state.head
             ring.deadRooms.list.removeAll()
         }
+        checkInvariants(ring)
+    }
+
+    @inline(__always)
+    private func checkInvariants(_ ring: borrowing RingAllocator) {
+        #if DEBUG
+        let state = ring.state
+        precondition(state.spanBytes >= 0, "a negative span")
+        precondition(state.spanBytes == 0 ? state.tail == state.head
+                                          : state.tail >= ring.ringStart && state.tail < ring.ringEnd,
+                     "the tail left the ring")
+        #endif
     }
 }
