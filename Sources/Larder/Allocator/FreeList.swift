@@ -14,7 +14,7 @@
 /// this process rebuilds or clears the file, and when another process has written since this one
 /// last released the writer lock (its tail may have passed a room, its head padded over it).
 /// Every room the list hands out is therefore a dead record that the ring still walks through;
-/// `CacheStore.takeDeadRoom` checks each before use all the same.
+/// `RingAllocator.takeDeadRoom` checks each before use all the same.
 struct FreeList {
     /// One dead entry record: where it is, its sequence number (which tells it from a later
     /// record at the same place), and how far the tail will have travelled when it stands at the

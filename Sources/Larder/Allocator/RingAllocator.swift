@@ -12,13 +12,29 @@
 ///
 /// Index segments are islands: neither head nor tail ever writes over or moves a live one.
 ///
-/// `RingAllocator` holds what one store's allocator knows beyond the shared state; the methods
-/// below, on `CacheStore`, place records with it.
+/// `RingAllocator` owns the placement: the layout and ring bounds taken from the meta copy, the
+/// dead rooms and the free run. The head, tail and span it moves live in the shared state. What
+/// needs the index or the meta page (reclaiming at the tail, rebuilding, growing the file) the
+/// store wires in (Engine/CacheStore+Placement.swift).
 ///
 /// Invariants, checked in debug builds by `checkInvariants()`:
-/// - `layout` is derived from the meta copy the store has now (`adopt`);
+/// - `layout`, `ringEnd`, `capacity` and `seed` are derived from the meta copy the store has now
+///   (`adopt`);
 /// - `largestRecordPassedInPlace` is 0 or the size of a record, a multiple of 16 bytes.
-struct RingAllocator {
+///
+/// Not copyable: every access borrows it where it lies, with no copy of its lists, and it
+/// frees its scratch space when it goes. The methods a put calls are inlined: a call that is
+/// not passes a copy of the whole value.
+struct RingAllocator: ~Copyable {
+    let file: MappedFile
+    let state: SharedState
+    let readers: ReaderTable
+    let pageWarmer: PageWarmer?
+    let ringStart: Int
+    /// The end of the ring: the file's size in the meta copy.
+    private(set) var ringEnd: Int
+    private(set) var capacity: Int
+    private(set) var seed: UInt32
     /// Index segments, slack and the largest placeable record, from the meta copy.
     private(set) var layout: RingLayout
     /// The rooms of large dead entries this process knows to be in the span (DeadRoomReuse.swift).
@@ -27,12 +43,28 @@ struct RingAllocator {
     /// take it next time (`slack(for:)`), so that it moves instead of being passed lap after lap.
     var largestRecordPassedInPlace = 0
 
-    init(meta: Meta, ringStart: Int) {
+    init(meta: Meta, ringStart: Int, file: MappedFile, state: SharedState, readers: ReaderTable,
+         pageWarmer: PageWarmer?) {
+        self.file = file
+        self.state = state
+        self.readers = readers
+        self.pageWarmer = pageWarmer
+        self.ringStart = ringStart
+        ringEnd = meta.fileSize
+        capacity = meta.capacity
+        seed = meta.checksumSeed
         layout = RingLayout(meta: meta, ringStart: ringStart)
     }
 
+    deinit {
+        deadRooms.deallocateScratch()
+    }
+
     /// Takes up a new meta copy: its index segments and file size.
-    mutating func adopt(_ meta: Meta, ringStart: Int) {
+    mutating func adopt(_ meta: Meta) {
+        ringEnd = meta.fileSize
+        capacity = meta.capacity
+        seed = meta.checksumSeed
         layout = RingLayout(meta: meta, ringStart: ringStart)
         checkInvariants()
     }
@@ -51,9 +83,7 @@ struct RingAllocator {
         precondition(layout.islandBytes >= 0 && layout.reclaimSlack >= 0, "a negative layout")
         #endif
     }
-}
 
-extension CacheStore {
     /// What ends the free run in front of the head.
     enum Obstacle: Equatable {
         case tail
@@ -73,8 +103,17 @@ extension CacheStore {
     /// The largest record that can ever be placed (see `RingLayout`).
     var largestPlaceableRecord: Int { layout.largestPlaceableRecord }
 
+    /// Live record bytes below which unread records are kept (relocated) rather than evicted.
+    var compactionThreshold: Int { usableRingBytes / 4 * 3 }
+
+    /// Whether the file is below its capacity: it may still grow, and nothing is evicted.
+    var isBelowCapacity: Bool {
+        @inline(__always) get { ringEnd < capacity }
+    }
+
     /// The end of the free run starting at the head, and what ends it. Records that a reader in
     /// some process is lending out (pinned) are obstacles like index segments.
+    @inline(__always)
     func freeRun(from head: Int) -> (limit: Int, obstacle: Obstacle) {
         var limit = ringEnd
         var obstacle = Obstacle.ringEnd
@@ -115,38 +154,48 @@ extension CacheStore {
 
     /// Bytes of index segments parked in the gap (which the span does not count).
     private var parkedIslandBytes: Int {
-        let head = state.head, tail = state.tail
-        let empty = state.spanBytes == 0
-        func parked(_ island: (start: Int, end: Int)?) -> Int {
-            guard let island else { return 0 }
-            let inGap = empty || (tail > head ? island.start >= head && island.start < tail
-                                              : island.start >= head || island.start < tail)
-            return inGap ? island.end - island.start : 0
+        @inline(__always) get {
+            let head = state.head, tail = state.tail
+            let empty = state.spanBytes == 0
+            func parked(_ island: (start: Int, end: Int)?) -> Int {
+                guard let island else { return 0 }
+                let inGap = empty || (tail > head ? island.start >= head && island.start < tail
+                                                  : island.start >= head || island.start < tail)
+                return inGap ? island.end - island.start : 0
+            }
+            return parked(activeIsland) + parked(drainingIsland)
         }
-        return parked(activeIsland) + parked(drainingIsland)
     }
 
     /// Free bytes between head and tail in ring order, not counting the index segments that
     /// sit in that stretch.
-    var gapBytes: Int { (ringEnd - ringStart) - state.spanBytes - parkedIslandBytes }
+    var gapBytes: Int {
+        @inline(__always) get { (ringEnd - ringStart) - state.spanBytes - parkedIslandBytes }
+    }
 
     /// Bytes of the span that reclaiming would free: dead records and padding.
     private var garbageBytes: Int {
-        state.spanBytes - state.liveRecordBytes - (layout.islandBytes - parkedIslandBytes)
+        @inline(__always) get {
+            state.spanBytes - state.liveRecordBytes - (layout.islandBytes - parkedIslandBytes)
+        }
     }
 
     /// Whether more of the span is garbage than live data, and at least the fixed slack. Asked
     /// before every put below the capacity: the islands in the span are only counted when the
     /// rest of the span would do.
-    private var garbageOutweighsLiveData: Bool {
-        let live = state.liveRecordBytes
-        let threshold = max(live, reclaimSlack)
-        return state.spanBytes - live >= threshold && garbageBytes >= threshold
+    var garbageOutweighsLiveData: Bool {
+        @inline(__always) get {
+            let live = state.liveRecordBytes
+            let threshold = max(live, reclaimSlack)
+            return state.spanBytes - live >= threshold && garbageBytes >= threshold
+        }
     }
 
     /// Whether the head has come round behind the tail: its free run then ends at the tail, and
     /// the file cannot grow until the tail has passed the ring's end.
-    var headIsBehindTail: Bool { state.spanBytes > 0 && state.tail >= state.head }
+    var headIsBehindTail: Bool {
+        @inline(__always) get { state.spanBytes > 0 && state.tail >= state.head }
+    }
 
     /// The free bytes to keep in front of the head beyond a record of `size`, in a ring of the
     /// file's present size.
@@ -158,7 +207,8 @@ extension CacheStore {
     /// asked for only as far as reclaiming dead records can give it, with a margin: more could
     /// only be met by evicting. A fuller cache evicts what was not read and keeps its room for
     /// values.
-    private func slack(for size: Int) -> Int {
+    @inline(__always)
+    func slack(for size: Int) -> Int {
         let fixed = RingLayout.fixedSlack(ringBytes: ringEnd - ringStart)
         let live = state.liveRecordBytes
         guard ringEnd < capacity || live <= compactionThreshold else { return fixed }
@@ -166,117 +216,14 @@ extension CacheStore {
         let usable = usableRingBytes - (capacity - ringEnd)
         let attainable = (usable - live - size - fixed) / 2
         // A record that had to be passed in place for want of room asks for room next time.
-        let extra = max(2 * min(size, usable / 8), min(allocator.value.largestRecordPassedInPlace, usable / 4))
+        let extra = max(2 * min(size, usable / 8), min(largestRecordPassedInPlace, usable / 4))
         return fixed + max(0, min(extra, attainable))
     }
 
-    /// Makes `size` bytes at the head free, starting at a multiple of `alignment`, and returns
-    /// that offset. The caller writes the record there and then calls `advanceHead(past:)`.
-    ///
-    /// Once the head has come round behind the tail, the tail is kept `slack(for: size)` bytes
-    /// ahead of what the head needs, so that a record read since the tail last passed finds room
-    /// to be relocated. Below the capacity, once the placement has spent its relocation budget,
-    /// the record goes wherever it fits.
-    func reserve(_ size: Int, alignment: Int = FileLayout.recordAlignment) throws(LarderError) -> Int {
-        precondition(size > 0 && size % FileLayout.recordAlignment == 0)
-        var budget = ReclaimBudget(forPlacing: size)
-        if ringEnd < capacity && !headIsBehindTail { try reclaimAhead(of: size) }
-        // Bounds on the work, so that a damaged ring can never make this spin, nor readers who
-        // lend out ranges all round the ring: each lap passes every island once.
-        var steps = 0
-        let stepLimit = 4 * (ringEnd - ringStart) / FileLayout.recordAlignment + 64
-        var jumps = 0
-        let jumpLimit = 8 * (readers.slotCount + 2)
-        var rebuilt = false
-        while true {
-            steps += 1
-            if jumps > jumpLimit && !readers.isEmpty {
-                throw LarderError(.busy, "zero-copy reads lend out records all round the cache; no room for \(size) bytes until they end", path: path)
-            }
-            if steps > stepLimit {
-                // Head, tail and span out of step with the ring (a process that broke the format
-                // while this one had the file open): rebuilt from the records, once.
-                guard !rebuilt else {
-                    throw LarderError(.corrupt, "the ring is inconsistent (no progress while making room)", path: path)
-                }
-                try rebuild()
-                rebuilt = true
-                steps = 0
-                continue
-            }
-            let head = state.head
-            let start = FileLayout.alignUp(head, alignment)
-            let (limit, obstacle) = freeRun(from: head)
-            if start + size <= limit {
-                if (ringEnd < capacity && (!headIsBehindTail || budget.relocationBytes <= 0))
-                    || state.spanBytes == 0 || gapBytes >= size + slack(for: size) {
-                    if start > head { pad(from: head, to: start) }
-                    return start
-                }
-                try reclaimTailRecord(budget: &budget, unrelocated: unrelocatedRecords)
-                continue
-            }
-            switch obstacle {
-            case .tail:
-                try reclaimTailRecord(budget: &budget, unrelocated: unrelocatedRecords)
-            case .island(let islandStart, let islandEnd):
-                jumps += 1
-                jump(from: head, over: islandStart, to: islandEnd)
-            case .ringEnd:
-                if ringEnd < capacity {
-                    try passDeadRecords(untilRoomBehindTailFor: size, from: head)
-                    if !roomBehindTail(for: size, from: head) {
-                        try growFile(toFit: start + size)
-                        continue
-                    }
-                }
-                wrap(from: head)
-            }
-        }
-    }
-
-    /// What making room does with a live record at the tail that it cannot relocate: below the
-    /// capacity the file may still grow, so nothing is evicted for room.
-    private var unrelocatedRecords: UnrelocatedRecord { ringEnd < capacity ? .keep : .evict }
-
     /// Whether wrapping at the ring's end, rather than growing the file, would leave at least
     /// `size` bytes and the slack free: room that reclaiming ahead of need has freed.
-    private func roomBehindTail(for size: Int, from head: Int) -> Bool {
+    func roomBehindTail(for size: Int, from head: Int) -> Bool {
         gapBytes - (ringEnd - head) >= size + slack(for: size)
-    }
-
-    /// Below the capacity, with the head at the ring's end: passes the dead records and padding
-    /// at the tail, which costs no copy, until wrapping would leave room for a record of `size`
-    /// and its slack, or a live record is at the tail. The file grows only if that is not enough.
-    private func passDeadRecords(untilRoomBehindTailFor size: Int, from head: Int) throws(LarderError) {
-        var budget = ReclaimBudget.none
-        while state.spanBytes > 0, !roomBehindTail(for: size, from: head),
-              try reclaimTailRecord(budget: &budget, unrelocated: .leave) > 0 {}
-    }
-
-    /// Below the capacity, before the head has come round behind the tail, when more of the
-    /// span is garbage than live data, reclaims records at the tail before the head needs their
-    /// room (once behind the tail, the head makes its room as at the capacity): dead ones are
-    /// passed, live ones relocated to the head, as many record bytes as four times the record
-    /// being placed (and always one record, however large, so that a large live record cannot
-    /// hold the tail back for good).
-    /// Without it the file would grow to its capacity before anything freed was used again: a
-    /// cache of 100 MB whose values are replaced all the time would take all of a 1 GB
-    /// capacity, in fresh pages. With it, the freed room collects behind the tail, and once it
-    /// can take the next record when the head reaches the ring's end, the head wraps there
-    /// instead of growing the file (`roomBehindTail`). The file then settles at two to two and
-    /// a half times its live data, and updates of random keys relocate about one record in
-    /// seven (one in twenty in a file of three times); large records mostly take the room of
-    /// dead ones instead (`takeDeadRoom`). Stops at a record that cannot be relocated without
-    /// growing the file.
-    private func reclaimAhead(of size: Int) throws(LarderError) {
-        var remaining = max(4 * size, 4 << 10)
-        var budget = ReclaimBudget.unlimitedRelocation
-        while remaining > 0, state.spanBytes > 0, garbageOutweighsLiveData {
-            let passed = try reclaimTailRecord(budget: &budget, unrelocated: .leave)
-            if passed == 0 { return }
-            remaining -= passed
-        }
     }
 
     /// Brings the head up to the tail, padding the free bytes in between and stepping over the
@@ -322,13 +269,13 @@ extension CacheStore {
         return false
     }
 
-    private func jump(from head: Int, over islandStart: Int, to islandEnd: Int) {
+    func jump(from head: Int, over islandStart: Int, to islandEnd: Int) {
         pad(from: head, to: islandStart)
         state.head = islandEnd
         state.spanBytes &+= islandEnd - islandStart
     }
 
-    private func wrap(from head: Int) {
+    func wrap(from head: Int) {
         pad(from: head, to: ringEnd)
         state.head = ringStart
         // An empty ring keeps its tail at the head (a head at the ring's end pads nothing).
@@ -336,6 +283,7 @@ extension CacheStore {
     }
 
     /// Moves the head past a record of `size` bytes just written at it.
+    @inline(__always)
     func advanceHead(past size: Int) {
         state.head += size
         state.spanBytes &+= size
@@ -343,25 +291,19 @@ extension CacheStore {
     }
 
     /// Fills `[from, to)` at the head with a padding record and takes it into the span.
-    private func pad(from start: Int, to end: Int) {
+    @inline(__always)
+    func pad(from start: Int, to end: Int) {
         guard end > start else { return }
         RecordHeader.writePadding(to: file, at: start, length: end - start)
         state.head = end
         state.spanBytes &+= end - start
     }
 
-    /// Grows the file (in steps of up to half its size, at most 64 MiB) so that it reaches at
-    /// least `needed`, never past the capacity.
-    private func growFile(toFit needed: Int) throws(LarderError) {
+    /// The size to grow the file to (in steps of up to half its size, at most 64 MiB) so that it
+    /// reaches at least `needed`, never past the capacity.
+    func growthTarget(toFit needed: Int, pageSize: Int) -> Int {
         let step = max(min(ringEnd / 2, 64 << 20), 1 << 20)
-        let target = min(capacity, FileLayout.alignUp(max(needed, ringEnd + step), pageSize))
-        try file.grow(to: target)
-        meta.fileSize = target
-        // The put that grows the file writes at the head next: warming starts before it does.
-        pageWarmer?.headMoved(to: state.head)
-        // During recovery, before the index is placed, the meta page is not yet valid; recovery's
-        // own final write records the size.
-        if meta.activeIndex.exists { try writeMeta() }
+        return min(capacity, FileLayout.alignUp(max(needed, ringEnd + step), pageSize))
     }
 }
 

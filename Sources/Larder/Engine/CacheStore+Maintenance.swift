@@ -38,9 +38,9 @@ extension CacheStore {
             guard let header = entryHeader(at: offset) else { continue }
             let expired = header.isExpired(now: now, maximumAge: maximumAge)
             // Removing the expired: a sliding entry a read pushed back since it was chosen stays.
-            if counter == .expirations && !(expired && claimExpired(at: offset, header: header)) { continue }
+            if counter == .expirations && !(expired && SlidingExpiry.claimExpired(in: file, at: offset, header: header, maximumAge: maximumAge)) { continue }
             removeEntry(at: offset, header: header, counter: expired ? .expirations : counter)
-            rememberDeadRoom(at: offset, header: header)
+            allocator.value.rememberDeadRoom(at: offset, header: header)
             if expired { removed.expired += 1 } else { removed.live += 1 }
         }
         return removed
@@ -69,9 +69,17 @@ extension CacheStore {
             if isSatisfied() { break }
             guard let header = entryHeader(at: candidate.offset) else { continue }
             removeEntry(at: candidate.offset, header: header, counter: candidate.rank == 0 ? .expirations : .evictions)
-            rememberDeadRoom(at: candidate.offset, header: header)
+            allocator.value.rememberDeadRoom(at: candidate.offset, header: header)
             if candidate.rank != 0 { evicted += 1 }
         }
         return evicted
+    }
+
+    /// Writer, or a sole writer opening the file: evicts, in the order of `trim(toCount:)`, until
+    /// the entries fit a count limit lowered below them (Eviction/CountLimit.swift).
+    func trimToCountLimit() {
+        let limits = limits.value
+        guard limits.exceedsCountLimit(entryCount: state.entryCount) else { return }
+        _ = evict { !limits.exceedsCountLimit(entryCount: state.entryCount) }
     }
 }

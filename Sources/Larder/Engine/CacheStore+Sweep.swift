@@ -30,13 +30,13 @@ extension CacheStore {
             let slot = inDraining ? draining![index] : active[index]
             guard HashTable.isEntry(slot), let header = entryHeader(at: HashTable.offset(of: slot)),
                   header.isExpired(now: now, maximumAge: maximumAge),
-                  claimExpired(at: HashTable.offset(of: slot), header: header) else {
+                  SlidingExpiry.claimExpired(in: file, at: HashTable.offset(of: slot), header: header, maximumAge: maximumAge) else {
                 position += 1
                 continue
             }
             let offset = HashTable.offset(of: slot)
             removeEntry(FoundEntry(offset: offset, header: header, inDraining: inDraining, slotIndex: index), counter: .expirations)
-            rememberDeadRoom(at: offset, header: header)
+            allocator.value.rememberDeadRoom(at: offset, header: header)
             step.removed += 1
             // Removing from the active table shifts the slots after it back: this one again.
             if inDraining { position += 1 }

@@ -34,7 +34,7 @@ extension CacheStore {
             return
         }
         // A new key in a file at its standing count limit (none: one compare).
-        if replaced == nil && isAtCountLimit { try makeRoomInCountLimit(forPlacing: size) }
+        if replaced == nil && limits.value.isAtCountLimit(entryCount: state.entryCount) { try makeRoomInCountLimit(forPlacing: size) }
         try place(entry, size: size, hash: hash, replacing: replaced)
         changes.record(hash: hash.value, kind: .stored)
     }
@@ -54,7 +54,7 @@ extension CacheStore {
             // A new index segment in the ring may now be in the way.
             (size, entry.compressing) = try placement(keyLength: key.count, valueLength: value.count, compress: entry.compressing)
         }
-        if entry.compressing, let ahead = compressedAhead(value, keyLength: key.count, size: size) {
+        if entry.compressing, let ahead = allocator.value.compressedAhead(value, keyLength: key.count, size: size) {
             entry.stored = ahead.stored
             entry.flags |= ahead.flags
             entry.compressing = false
@@ -62,14 +62,14 @@ extension CacheStore {
         }
         // Below the capacity a large record takes the room of one replaced or removed before it
         // when there is such room; otherwise it goes at the head.
-        let deadRoom = takeDeadRoom(for: size)
-        let reserved = deadRoom?.size ?? footprint(ofRecord: size)
+        let deadRoom = allocator.value.takeDeadRoom(for: size)
+        let reserved = deadRoom?.size ?? allocator.value.footprint(ofRecord: size)
         let offset: Int
         if let deadRoom { offset = deadRoom.offset } else { offset = try reserve(reserved) }
         // Within what was reserved, even if making room rebuilt the ring and moved the index.
         let header = writeEntry(entry, at: offset, within: reserved, inSpan: deadRoom != nil, room: deadRoom)
         if deadRoom == nil {
-            advanceHead(past: min(reserved, footprint(ofRecord: header.totalSize)))
+            advanceHead(past: min(reserved, allocator.value.footprint(ofRecord: header.totalSize)))
         } else {
             testHooks.recordsPlacedInDeadRoom += 1
         }
@@ -86,7 +86,7 @@ extension CacheStore {
             (old.inDraining ? draining! : active)[old.slotIndex] = slot
             RecordHeader.markDead(in: file, at: old.offset)
             endIndexChange()
-            rememberDeadRoom(at: old.offset, header: old.header)
+            allocator.value.rememberDeadRoom(at: old.offset, header: old.header)
             removeFromLiveCounts(old.header)
             state.add(1, to: .updates)
         } else if active.insert(slot) != nil {
@@ -143,7 +143,7 @@ extension CacheStore {
             // key, the value and their checksum, and the header last (`lrd_entry_write`).
             let totalSize = RecordHeader.entrySize(keyLength: key.count, storedLength: stored.count)
             precondition(offset & 7 == 0 && totalSize <= reserved, "bad record placement")
-            padRest(of: room ?? (offset, min(reserved, footprint(ofRecord: totalSize))), after: totalSize)
+            allocator.value.padRest(of: room ?? (offset, min(reserved, allocator.value.footprint(ofRecord: totalSize))), after: totalSize)
             let sequence = takeSequence()
             var fields = lrd_entry_fields(
                 key: keyInPlace ? nil : key.baseAddress, key_length: key.count, value: stored.baseAddress,
@@ -179,7 +179,7 @@ extension CacheStore {
             kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: storedLength,
             rawLength: entry.value.count, sequence: takeSequence(), expiresAt: entry.expiresAt,
             storedAt: entry.storedAt, dataChecksum: dataChecksum)
-        padRest(of: room ?? (offset, min(reserved, footprint(ofRecord: header.totalSize))), after: header.totalSize)
+        allocator.value.padRest(of: room ?? (offset, min(reserved, allocator.value.footprint(ofRecord: header.totalSize))), after: header.totalSize)
         header.write(to: file, at: offset, seed: seed, visited: visited)
         return header
     }
@@ -211,7 +211,7 @@ extension CacheStore {
         // A shorter record takes the padding too, so that the rest of the room becomes one
         // padding record, whole again for a longer value later.
         let room = size == recordSize ? recordSize
-            : roomSize(at: old.offset, recordSize: recordSize, largestPadding: .max) ?? recordSize
+            : allocator.value.roomSize(at: old.offset, recordSize: recordSize, largestPadding: .max) ?? recordSize
         // Never over an index segment, whatever a damaged file's headers say.
         guard size <= room, !layout.overlapsIsland(old.offset, old.offset + room) else { return nil }
         return (old.offset, room)
@@ -234,7 +234,7 @@ extension CacheStore {
         // The check's sequentially consistent fence also keeps every byte written below from
         // being seen before the dead mark: a reader that took old's header as live then fails
         // its re-check, and never checks new bytes against the old header.
-        if isPinned(room.offset, room.size) {
+        if allocator.value.isPinned(room.offset, room.size) {
             RecordHeader.markLiveAgain(in: file, at: old.offset)
             endIndexChange()
             return false
@@ -281,7 +281,7 @@ extension CacheStore {
         // Hashed again, out of line, only for a watcher: keeping `hash` across the removal would
         // cost every delete.
         if changes.isWatched { recordWatchedChange(of: key, kind: expired ? .expired : .removed) } else { changes.skip() }
-        rememberDeadRoom(at: found.offset, header: found.header)
+        allocator.value.rememberDeadRoom(at: found.offset, header: found.header)
         return !expired
     }
 

@@ -62,7 +62,7 @@ final class CacheStore {
     let isReadOnly: Bool
     var meta: Meta {
         didSet {
-            allocator.value.adopt(meta, ringStart: ringStart)
+            allocator.value.adopt(meta)
             limits.value = FileLimits(meta)
             viewGeneration &+= 1
         }
@@ -127,7 +127,6 @@ final class CacheStore {
         self.meta = meta
         self.pageSize = meta.pageSize
         self.ringStart = FileLayout.dataStart(pageSize: meta.pageSize)
-        self.allocator = StateCell(RingAllocator(meta: meta, ringStart: ringStart))
         self.limits = StateCell(FileLimits(meta))
         self.isReadOnly = readOnly
         self.pageWarmer = PageWarmer.warming(file)
@@ -138,11 +137,12 @@ final class CacheStore {
         self.serial = lrd_fetch_add_u64(CacheStore.openedStores.pointer, 1) &+ 1
         self.readers = ReaderTable(state: state, pageSize: meta.pageSize, processID: UInt64(SystemCall.processID()),
                                    tag: file.mappingTag)
+        self.allocator = StateCell(RingAllocator(meta: meta, ringStart: ringStart, file: file, state: state,
+                                                 readers: readers, pageWarmer: pageWarmer))
         self.publishedView = PublishedView(base: file.viewBase, ringStart: ringStart, seed: meta.checksumSeed)
     }
 
     deinit {
-        allocator.value.deadRooms.deallocateScratch()
         index.value.deallocate()
     }
 
@@ -664,7 +664,7 @@ final class CacheStore {
         state.beginWrites()
         // Before anything here can fail: giving the lock back records the state as this process
         // leaves it, other processes' changes included.
-        forgetDeadRoomIfOthersWrote()
+        allocator.value.forgetDeadRoomIfOthersWrote()
         do throws(LarderError) {
             if rc == LRD_LOCK_OWNER_DIED {
                 // Remember the repair in the file until it is done, whatever happens to this process,
@@ -689,7 +689,7 @@ final class CacheStore {
     }
 
     func releaseWriterLock() {
-        noteWriterStateAtRelease()
+        allocator.value.noteWriterStateAtRelease()
         state.endWrites()
         lrd_writer_unlock(state.writerLockArea, file.descriptor.rawValue)
     }

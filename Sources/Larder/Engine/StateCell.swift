@@ -7,10 +7,10 @@
 /// lock.
 ///
 /// Invariant: the allocation holds one initialized value for as long as the cell lives.
-struct StateCell<Value>: ~Copyable {
+struct StateCell<Value: ~Copyable>: ~Copyable {
     private let pointer: UnsafeMutablePointer<Value>
 
-    init(_ value: Value) {
+    init(_ value: consuming Value) {
         pointer = .allocate(capacity: 1)
         pointer.initialize(to: value)
     }

@@ -10,12 +10,26 @@
 /// room: a live record that cannot be relocated is passed where it lies, and after a long run of
 /// them the rest of the ring is passed too and the file grows. Relocation and passing are
 /// bounded per write, so one put never does work proportional to the cache size.
-extension CacheStore {
-    /// Live record bytes below which unread records are kept (relocated) rather than evicted.
-    var compactionThreshold: Int { usableRingBytes / 4 * 3 }
+///
+/// `TailReclaimer` decides for the record at the tail and moves the tail cursor (in the shared
+/// state, through the ring allocator). What needs the index (removing or repointing an entry)
+/// or the whole file (a rebuild) it hands back as a `Step`; the store does that part
+/// (Engine/CacheStore+Reclaiming.swift). One value serves one step: it holds the meta copy's
+/// figures the step reads.
+///
+/// Invariants, checked in debug builds after each move of the tail by `checkInvariants`: the
+/// tail stays in `[ringStart, ringEnd)`, or at the head when the span is empty; the span is never
+/// negative. A tail that passes `n` bytes of records takes `n` off the span, unless the head
+/// takes them at once (relocation, passing in place), when the span keeps its length.
+struct TailReclaimer {
+    /// Records with a lower sequence number were voided by a clear (`Meta.firstValidSequence`).
+    let firstValidSequence: UInt64
+    /// The file's standing maximum age in milliseconds (0: none).
+    let maximumAge: UInt64
+    let pageSize: Int
 
     /// What one placement may do at the tail beyond passing dead records.
-    struct ReclaimBudget {
+    struct Budget {
         /// Record bytes it may relocate, bounded by the put's own size. Below the capacity a
         /// placement may move one record more, whatever its size: a record larger than the
         /// budget would otherwise never move.
@@ -37,8 +51,8 @@ extension CacheStore {
             self.passesInPlace = passesInPlace
         }
 
-        static let none = ReclaimBudget(relocationBytes: 0, passesInPlace: 0)
-        static let unlimitedRelocation = ReclaimBudget(relocationBytes: .max, passesInPlace: 0)
+        static let none = Budget(relocationBytes: 0, passesInPlace: 0)
+        static let unlimitedRelocation = Budget(relocationBytes: .max, passesInPlace: 0)
     }
 
     /// What reclaiming does with a live, unexpired record at the tail that it does not relocate.
@@ -53,60 +67,85 @@ extension CacheStore {
         case leave
     }
 
-    /// Processes the record at the tail and moves the tail past it. Returns the bytes the tail
-    /// passed, or 0 when it moved to the ring's start, rebuilt a damaged ring, or left a record.
-    @discardableResult
-    func reclaimTailRecord(budget: inout ReclaimBudget, unrelocated: UnrelocatedRecord) throws(LarderError) -> Int {
+    /// What a step did, or what the store must do to finish it.
+    enum Step {
+        /// The tail passed this many bytes (0: it moved to the ring's start, or left a record).
+        case passed(Int)
+        /// The tail and the head passed the live record of this size where it lies.
+        case passedInPlace(Int)
+        /// The tail and the head passed the rest of the ring, this many bytes, where it lies.
+        case gaveUpLap(Int)
+        /// The record at the tail does not check out: the ring must be rebuilt.
+        case damaged
+        /// The live entry at the tail must leave the index, counted under `counter`; then
+        /// `passRemoved` moves the tail past it.
+        case remove(RecordHeader, counter: SharedState.Counter)
+        /// The live entry at the tail goes to the head, where a run of its size is free:
+        /// `copyToHead`, then the index moves to the copy, then `passRelocated`.
+        case relocate(RecordHeader)
+    }
+
+    /// Looks at the record at the tail: passes padding and dead records, and decides for a live
+    /// entry within `budget`. Inlined: the store's switch over the result then folds away.
+    @inline(__always)
+    func step(_ ring: inout RingAllocator, budget: inout Budget, unrelocated: UnrelocatedRecord) -> Step {
+        // Read through `ring.file` each time: a local copy of the reference may cost a retain.
+        let state = ring.state
+        let ringStart = ring.ringStart, ringEnd = ring.ringEnd
         let tail = state.tail
         if tail >= ringEnd {
             // Only a damaged state gets here: the tail belongs at the ring's start then.
-            moveTail(to: ringStart, consumed: 0)
-            return 0
+            moveTail(&ring, to: ringStart, consumed: 0)
+            return .passed(0)
         }
-        if let length = RecordHeader.paddingLength(in: file, at: tail, limit: ringEnd) {
-            moveTail(to: tail + length, consumed: length)
-            return length
+        if let length = RecordHeader.paddingLength(in: ring.file, at: tail, limit: ringEnd) {
+            moveTail(&ring, to: tail + length, consumed: length)
+            return .passed(length)
         }
         // A segment header counts only where a segment can be (FORMAT.md 4.7), and an entry only
         // clear of the index segments: stepping over a hostile length would pass live entries
         // without taking them out of the index, or land inside a segment.
-        guard let header = RecordHeader.read(from: file, at: tail, limit: ringEnd, seed: seed),
-              header.kind == .entry ? !layout.overlapsIsland(tail, tail + header.totalSize)
+        guard let header = RecordHeader.read(from: ring.file, at: tail, limit: ringEnd, seed: ring.seed),
+              header.kind == .entry ? !ring.layout.overlapsIsland(tail, tail + header.totalSize)
                                     : IndexSegment.isWellFormed(header, at: tail, pageSize: pageSize) else {
             // Damage where the tail stands: rebuild everything from the records that check out.
             // The caller's loop looks at the new state afterwards.
-            try rebuild()
-            return 0
+            return .damaged
         }
         let size = header.totalSize
-        if header.kind == .entry && header.isLive && header.sequence >= meta.firstValidSequence {
-            let belowCapacity = ringEnd < capacity
+        if header.kind == .entry && header.isLive && header.sequence >= firstValidSequence {
+            let belowCapacity = ring.isBelowCapacity
             let withinBudget = belowCapacity ? budget.relocationBytes > 0 : budget.relocationBytes >= size
-            if header.isExpiredNow(maximumAge: maximumAge) && claimExpired(at: tail, header: header) {
-                removeEntry(at: tail, header: header, counter: .expirations)
+            if header.isExpiredNow(maximumAge: maximumAge)
+                && SlidingExpiry.claimExpired(in: ring.file, at: tail, header: header, maximumAge: maximumAge) {
+                return .remove(header, counter: .expirations)
             } else if withinBudget,
-                      belowCapacity && budget.relocatesUnread || RecordHeader.wasVisited(in: file, at: tail)
-                        || budget.relocatesUnread && state.liveRecordBytes <= compactionThreshold,
-                      makeRunAtHead(of: size) {
+                      belowCapacity && budget.relocatesUnread || RecordHeader.wasVisited(in: ring.file, at: tail)
+                        || budget.relocatesUnread && state.liveRecordBytes <= ring.compactionThreshold,
+                      ring.makeRunAtHead(of: size) {
                 budget.relocationBytes -= size
-                relocate(from: tail, header: header)
-                return size
+                return .relocate(header)
             } else {
                 switch unrelocated {
                 case .leave:
-                    return 0
-                case .keep where budget.passesInPlace > 0 && passInPlace(at: tail, size: size):
+                    return .passed(0)
+                case .keep where budget.passesInPlace > 0 && passInPlace(&ring, at: tail, size: size):
                     budget.passesInPlace -= 1
-                    return size
-                case .keep where passRestOfRing():
-                    return ringEnd - tail
+                    return .passedInPlace(size)
+                case .keep where passRestOfRing(&ring):
+                    return .gaveUpLap(ringEnd - tail)
                 case .keep, .evict:
-                    removeEntry(at: tail, header: header, counter: .evictions)
+                    return .remove(header, counter: .evictions)
                 }
             }
         }
-        moveTail(to: tail + size, consumed: size)
-        return size
+        moveTail(&ring, to: tail + size, consumed: size)
+        return .passed(size)
+    }
+
+    /// Moves the tail past the entry of `size` bytes at `offset`, taken out of the index.
+    func passRemoved(_ ring: inout RingAllocator, at offset: Int, size: Int) {
+        moveTail(&ring, to: offset + size, consumed: size)
     }
 
     /// Below the capacity, with the head come round behind the tail, keeps the live record of
@@ -115,13 +154,12 @@ extension CacheStore {
     /// places did not fit in front of the head): the head comes up to the tail (padding the free
     /// bytes in front of it) and both pass the record. It keeps its sequence number and access
     /// bit. False when the head cannot reach the tail.
-    private func passInPlace(at tail: Int, size: Int) -> Bool {
-        guard moveHeadUpToTail() else { return false }
-        testHooks.recordsPassedInPlace += 1
-        allocator.value.notePassedInPlace(size: size)
+    private func passInPlace(_ ring: inout RingAllocator, at tail: Int, size: Int) -> Bool {
+        guard ring.moveHeadUpToTail() else { return false }
+        ring.notePassedInPlace(size: size)
         // The span, the whole ring since the head reached the tail, keeps its length.
-        state.head = tail + size
-        moveTail(pastRecordAt: tail, size: size)
+        ring.state.head = tail + size
+        moveTail(&ring, pastRecordAt: tail, size: size)
         return true
     }
 
@@ -134,95 +172,75 @@ extension CacheStore {
     /// evicted, at once, however much of the ring is live: the live data has outgrown the file.
     /// Until the tail comes round again, the padded bytes and the garbage passed stay unused.
     /// False when the head cannot reach the tail.
-    private func passRestOfRing() -> Bool {
-        guard moveHeadUpToTail() else { return false }
-        testHooks.lapsGivenUp += 1
-        allocator.value.deadRooms.list.tailPassed(ringEnd - state.tail)
+    private func passRestOfRing(_ ring: inout RingAllocator) -> Bool {
+        guard ring.moveHeadUpToTail() else { return false }
+        let state = ring.state
+        ring.deadRooms.list.tailPassed(ring.ringEnd - state.tail)
         // The span, the whole ring since the head reached the tail, keeps its length.
-        state.head = ringEnd
-        state.tail = ringStart
+        state.head = ring.ringEnd
+        state.tail = ring.ringStart
         return true
     }
 
-    /// Moves the tail past the live record of `size` bytes at `offset` (relocated, or passed in
-    /// place) while the head takes its length: the span keeps its length.
-    private func moveTail(pastRecordAt offset: Int, size: Int) {
-        allocator.value.deadRooms.list.tailPassed(size)
-        state.tail = offset + size >= ringEnd ? ringStart : offset + size
-    }
-
-    private func moveTail(to offset: Int, consumed: Int) {
-        allocator.value.deadRooms.list.tailPassed(consumed)
-        state.spanBytes = max(0, state.spanBytes - consumed)
-        state.tail = offset >= ringEnd ? ringStart : offset
-        if state.spanBytes == 0 {
-            // An empty ring: let the tail sit at the head.
-            state.tail = state.head
-            allocator.value.deadRooms.list.removeAll()
-        }
-    }
-
-    /// Copies the live record at `offset` to the head (with a new sequence number and its access
-    /// bit clear), points the index at the copy, and retires the original.
-    private func relocate(from offset: Int, header: RecordHeader) {
+    /// Copies the live record at `offset` to the head, with the sequence number `sequence` and
+    /// its access bit clear, and returns where. The original stays live until the index points
+    /// at the copy.
+    func copyToHead(_ ring: inout RingAllocator, from offset: Int, header: RecordHeader, sequence: UInt64) -> Int {
         let size = header.totalSize
-        let destination = state.head
+        let destination = ring.state.head
         // Key and value only: the header is written after them, as every header is (FORMAT.md
         // 4.3). Copied with them, the original's live first word and sequence would stand at the
         // destination before its key and value had arrived, and a reader of another process
         // holding a slot that named the destination once could take it for a whole record.
-        file.mutableBytes(at: destination + RecordHeader.size, count: size - RecordHeader.size)
-            .copyMemory(from: file.bytes(at: offset + RecordHeader.size, count: size - RecordHeader.size))
+        ring.file.mutableBytes(at: destination + RecordHeader.size, count: size - RecordHeader.size)
+            .copyMemory(from: ring.file.bytes(at: offset + RecordHeader.size, count: size - RecordHeader.size))
         var moved = header
-        moved.sequence = takeSequence()
+        moved.sequence = sequence
         // At the head now, wherever the original was written.
         moved.flags &= ~RecordHeader.placedInSpanFlag
-        moved.write(to: file, at: destination, seed: seed)
-        let key = file.bytes(at: offset + RecordHeader.size, count: header.keyLength)
-        let tag = KeyHash(key).tag
-        beginIndexChange()
-        repointIndex(from: HashTable.slot(tag: tag, offset: offset), to: HashTable.slot(tag: tag, offset: destination))
-        RecordHeader.markDead(in: file, at: offset)
-        endIndexChange()
-        state.add(1, to: .relocations)
-        // The head advances and the tail passes the original: the span keeps its length.
-        state.head = destination + size
-        moveTail(pastRecordAt: offset, size: size)
+        moved.write(to: ring.file, at: destination, seed: ring.seed)
+        return destination
     }
 
-    /// Takes the live entry at `offset` out of the index and the counts, and marks it dead.
-    func removeEntry(at offset: Int, header: RecordHeader, counter: SharedState.Counter) {
-        let key = file.bytes(at: offset + RecordHeader.size, count: header.keyLength)
-        let hash = KeyHash(key)
-        let removed = removeFromIndex(HashTable.slot(tag: hash.tag, offset: offset))
-        retire(at: offset, header: header, counting: removed ? counter : nil)
-        if removed {
-            changes.record(hash: hash.value, kind: counter == .evictions ? .evicted : counter == .expirations ? .expired : .removed)
+    /// Counts the relocation of the record of `size` bytes at `offset` to `destination`, whose
+    /// original the index no longer names: the head advances and the tail passes the original,
+    /// so the span keeps its length.
+    func passRelocated(_ ring: inout RingAllocator, from offset: Int, size: Int, to destination: Int) {
+        ring.state.add(1, to: .relocations)
+        ring.state.head = destination + size
+        moveTail(&ring, pastRecordAt: offset, size: size)
+    }
+
+    /// Moves the tail past the live record of `size` bytes at `offset` (relocated, or passed in
+    /// place) while the head takes its length: the span keeps its length.
+    private func moveTail(_ ring: inout RingAllocator, pastRecordAt offset: Int, size: Int) {
+        ring.deadRooms.list.tailPassed(size)
+        ring.state.tail = offset + size >= ring.ringEnd ? ring.ringStart : offset + size
+        checkInvariants(ring)
+    }
+
+    @inline(__always)
+    private func moveTail(_ ring: inout RingAllocator, to offset: Int, consumed: Int) {
+        let state = ring.state
+        ring.deadRooms.list.tailPassed(consumed)
+        state.spanBytes = max(0, state.spanBytes - consumed)
+        state.tail = offset >= ring.ringEnd ? ring.ringStart : offset
+        if state.spanBytes == 0 {
+            // An empty ring: let the tail sit at the head.
+            state.tail = state.head
+            ring.deadRooms.list.removeAll()
         }
+        checkInvariants(ring)
     }
 
-    /// Removes the entry a lookup just found, whose slot is known: no hashing, no search.
-    func removeEntry(_ found: FoundEntry, counter: SharedState.Counter) {
-        removeSlot(at: found.slotIndex, inDraining: found.inDraining)
-        retire(at: found.offset, header: found.header, counting: counter)
-    }
-
-    /// Marks the entry at `offset`, already out of the index, dead; takes it out of the counts
-    /// when it was in the index (`counter` not nil).
-    private func retire(at offset: Int, header: RecordHeader, counting counter: SharedState.Counter?) {
-        if let counter {
-            state.entryCount &-= 1
-            removeFromLiveCounts(header)
-            state.add(1, to: counter)
-        }
-        RecordHeader.markDead(in: file, at: offset)
-    }
-
-    func takeSequence() -> UInt64 {
-        let sequence = state.nextSequence
-        // Below the limit when the file was opened; wrapping, if another process broke that,
-        // voids records instead of trapping.
-        state.nextSequence = sequence &+ 1
-        return sequence
+    @inline(__always)
+    private func checkInvariants(_ ring: borrowing RingAllocator) {
+        #if DEBUG
+        let state = ring.state
+        precondition(state.spanBytes >= 0, "a negative span")
+        precondition(state.spanBytes == 0 ? state.tail == state.head
+                                          : state.tail >= ring.ringStart && state.tail < ring.ringEnd,
+                     "the tail left the ring")
+        #endif
     }
 }
