@@ -115,7 +115,7 @@ struct MemoryCoherenceTests {
         let path = directory.path()
         let cache = try remembered(at: path)
         let store = cache.entry.store
-        let identity = try #require(try cache.liveIdentity(forKey: MemoryKey("p")))
+        let identity = try cache.liveIdentity(forKey: MemoryKey("p"))
         guard case .entry(let remembered) = identity else { Issue.record("no entry"); return }
         // A writer dies writing over the record in place (FORMAT.md 6.9: marked dead, the new
         // value half copied); the next writer repairs the file.

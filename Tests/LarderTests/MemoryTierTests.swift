@@ -100,9 +100,14 @@ struct MemoryTierTests {
     @Test func theFilesMaximumAgeEndsAnObjectInMemory() async throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path(), options: .init(maximumAge: 0.05))
+        let start = ContinuousClock.now
         try cache.set(Profile.make(1), forKey: "p")
-        #expect(try await cache.value(Profile.self, forKey: "p") == Profile.make(1))
-        #expect(cache.stats.memoryHits == 1)
+        let remembered = try await cache.value(Profile.self, forKey: "p")
+        // Read before its time (unless a loaded machine held the test up that long): from memory.
+        if ContinuousClock.now - start < .milliseconds(45) {
+            #expect(remembered == Profile.make(1))
+            #expect(cache.stats.memoryHits == 1)
+        }
         try await Task.sleep(for: .milliseconds(120))
         #expect(try await cache.value(Profile.self, forKey: "p") == nil)
     }
@@ -110,7 +115,8 @@ struct MemoryTierTests {
     @Test func aReadFromMemoryPushesASlidingExpiry() async throws {
         let directory = TemporaryDirectory()
         let cache = try Cache(path: directory.path())
-        try cache.set(Profile.make(1), forKey: "p", expiry: .sliding(60))
+        // A window no stall of a loaded machine outlasts: the push needs only a millisecond.
+        try cache.set(Profile.make(1), forKey: "p", expiry: .sliding(3600))
         func slideCount() throws -> UInt8 {
             try #require(try cache.write { store throws(LarderError) in
                 Array("p".utf8).withUnsafeBytes { store.lookup($0, hash: KeyHash($0)) }
