@@ -443,19 +443,25 @@ struct Report {
             read through a `TypedCache`; *tier miss* has a \
             tier of one object, so that nearly every read checks, misses, reads and decodes; NSCache and a \
             Dictionary behind a mutex (`NSLock`) hold the same objects and check nothing. Every way hands the caller \
-            the value (a copy of the struct, a reference to the object). Reads per second, summed over \
-            the threads; the ratios are the memory tier's.
+            the value (a copy of the struct, a reference to the object). The ways run in short alternating \
+            rounds (each way on 1 thread, then on 2, in an order that turns each round); reads per second are \
+            medians of the rounds, summed over the threads; the ratios are the memory tier's, medians of the \
+            ratios within each round.
 
             """)
         let rows = typed.map { r -> [String] in
             let get = { (way: String) in r.readsPerSecond[way] ?? 0 }
             let tier = get("memory tier")
-            let ratio = { (way: String) in get(way) > 0 ? String(format: "%.2fx", tier / get(way)) : "-" }
+            let ratio = { (way: String) -> String in
+                if let ratio = r.tierRatios?[way] { return String(format: "%.2fx", ratio) }
+                return get(way) > 0 ? String(format: "%.2fx", tier / get(way)) : "-"
+            }
             return [r.value, r.distribution, "\(r.threads)"] + TypedBench.ways.map { Self.rate(get($0)) }
                 + [ratio("decode every time"), ratio("NSCache"), ratio("Dictionary + mutex")]
         }
         out.append(Self.table(["value", "keys", "threads"] + TypedBench.ways + ["tier / decode", "tier / NSCache", "tier / Dictionary"], rows))
         let scaling = typed.filter { $0.threads == 2 }.compactMap { two -> String? in
+            if let scaling = two.tierScaling { return "\(two.value), \(two.distribution): \(String(format: "%.2fx", scaling))" }
             guard let one = typed.first(where: { $0.value == two.value && $0.distribution == two.distribution && $0.threads == 1 }),
                   let a = one.readsPerSecond["memory tier"], let b = two.readsPerSecond["memory tier"], a > 0 else { return nil }
             return "\(two.value), \(two.distribution): \(String(format: "%.2fx", b / a))"

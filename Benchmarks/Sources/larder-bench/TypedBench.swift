@@ -9,8 +9,15 @@ struct TypedResult: Codable, Sendable {
     var value: String
     var distribution: String
     var threads: Int
-    /// Reads per second of each way, summed over the threads, by way's name.
+    /// Reads per second of each way, summed over the threads, by way's name: medians of rounds.
     var readsPerSecond: [String: Double]
+    /// The memory tier's speed over each way's, by way's name: the median of the ratios of one
+    /// round, whose ways ran one right after another (so a slow second of the machine falls on
+    /// every way of a round alike).
+    var tierRatios: [String: Double]? = nil
+    /// On 2 threads: the memory tier's speed over its speed on 1 thread, the median of the ratios
+    /// of one round.
+    var tierScaling: Double? = nil
 }
 
 /// A ~1 KiB JSON value, as an app keeps a user profile or an article.
@@ -160,18 +167,37 @@ enum TypedBench {
         let setup = try setUp(names: names, values: values, directory: directory, read: read, view: view, write: write)
         let missesBefore = setup.tier.stats.memoryMisses
         var results: [TypedResult] = []
+        // Short rounds, alternating: every round runs each way on 1 thread, then on 2, each time
+        // in another order, for a third of `seconds`. Ratios are taken inside a round.
+        let rounds = max(reps * 3, 9)
         for distribution in ["random", "Zipf 0.99"] {
-            for threads in [1, 2] {
-                var rates: [String: [Double]] = [:]
-                for _ in 0..<reps {
-                    for way in ways {
-                        rates[way, default: []].append(rate(threads: threads, seconds: seconds, names: names,
-                                                            zipf: distribution != "random", readOne: setup.readers[way]!))
+            var rates: [Int: [[String: Double]]] = [1: [], 2: []]
+            let keyOrders = [1, 2].map { orders(threads: $0, keys: names.count, zipf: distribution != "random") }
+            for round in 0..<rounds {
+                for threads in [1, 2] {
+                    var measured: [String: Double] = [:]
+                    for index in ways.indices {
+                        let way = ways[(index + round) % ways.count]
+                        measured[way] = rate(threads: threads, seconds: seconds / 3, names: names,
+                                             order: keyOrders[threads - 1], readOne: setup.readers[way]!)
                     }
+                    rates[threads]!.append(measured)
                 }
+            }
+            for threads in [1, 2] {
+                let rounds = rates[threads]!
                 Run.progress("typed: \(name), \(distribution), \(threads) thread(s)")
-                results.append(TypedResult(value: name, distribution: distribution, threads: threads,
-                                           readsPerSecond: rates.mapValues(Stats.median)))
+                var result = TypedResult(value: name, distribution: distribution, threads: threads,
+                                         readsPerSecond: Dictionary(uniqueKeysWithValues: ways.map { way in
+                                             (way, Stats.median(rounds.map { $0[way]! }))
+                                         }))
+                result.tierRatios = Dictionary(uniqueKeysWithValues: ways.map { way in
+                    (way, Stats.median(rounds.map { $0["memory tier"]! / $0[way]! }))
+                })
+                if threads == 2 {
+                    result.tierScaling = Stats.median(zip(rounds, rates[1]!).map { $0["memory tier"]! / $1["memory tier"]! })
+                }
+                results.append(result)
             }
         }
         let misses = setup.tier.stats.memoryMisses - missesBefore
@@ -224,19 +250,23 @@ enum TypedBench {
         }
     }
 
-    /// Reads per second of `readOne` over keys drawn at random (or Zipf 0.99), summed over
-    /// `threads` threads that run for `seconds`.
-    private static func rate<Value>(threads: Int, seconds: Double, names: [String], zipf: Bool,
+    /// The keys each of `threads` threads reads, in order: 200,000 drawn at random (or Zipf 0.99).
+    private static func orders(threads: Int, keys: Int, zipf: Bool) -> [[Int]] {
+        (0..<threads).map { thread in
+            var rng = SplitMix64(seed: 77 + UInt64(thread))
+            let scrambled = ScrambledZipf(keys: keys)
+            return (0..<200_000).map { _ in zipf ? scrambled.next(&rng) : rng.next(below: keys) }
+        }
+    }
+
+    /// Reads per second of `readOne` over the keys of `order`, summed over `threads` threads (one
+    /// order each) that run for `seconds`.
+    private static func rate<Value>(threads: Int, seconds: Double, names: [String], order: [[Int]],
                                     readOne: @escaping @Sendable (String) -> Value?) -> Double {
         let counts = UnsafeMutablePointer<Int>.allocate(capacity: threads * 16)
         counts.initialize(repeating: 0, count: threads * 16)
         defer { counts.deallocate() }
         nonisolated(unsafe) let shared = counts
-        let order: [[Int]] = (0..<threads).map { thread in
-            var rng = SplitMix64(seed: 77 + UInt64(thread))
-            let scrambled = ScrambledZipf(keys: names.count)
-            return (0..<200_000).map { _ in zipf ? scrambled.next(&rng) : rng.next(below: names.count) }
-        }
         let start = bench_now_ns()
         let deadline = start + UInt64(seconds * 1e9)
         let group = DispatchGroup()
