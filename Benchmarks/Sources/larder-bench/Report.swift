@@ -437,7 +437,8 @@ struct Report {
         out.append("""
             Typed reads of \(results.plan.typedKeys) keys through the Swift API, each way on the same values: \
             *decode every time* is `value(_:forKey:)` with no memory tier; *memory tier* answers from the decoded \
-            object after checking the key's record in the file (one lookup, no value read), in a tier sized to hold \
+            object after checking the file (one load of its write count while nothing is written, FORMAT.md 3.4; \
+            the key's record otherwise, never its value), in a tier sized to hold \
             every object (cost \(TypedBench.tierLimits(keys: results.plan.typedKeys).cost), count \(results.plan.typedKeys); the default cost limit, \
             64 MiB, holds a tenth of the 64 KiB values, and every timed read is checked to hit); *typed view* is the same \
             read through a `TypedCache`; *tier miss* has a \
