@@ -101,9 +101,7 @@ final class MemoryShard: @unchecked Sendable {
         var added = objectCost
         if let position = position(of: key) {
             added -= nodes[position].cost
-            unlink(position)
-            index.remove(position, in: nodes)
-            free(position)
+            drop(position)
         }
         let node = Node(key: key, object: object, kind: kind, origin: origin, cost: objectCost, next: newest)
         let position: Int
@@ -127,9 +125,7 @@ final class MemoryShard: @unchecked Sendable {
     func remove(_ key: MemoryKey, ifOrigin origin: MemoryOrigin? = nil) -> Int? {
         guard let position = position(of: key), origin == nil || nodes[position].origin == origin else { return nil }
         let removed = nodes[position].cost
-        unlink(position)
-        index.remove(position, in: nodes)
-        free(position)
+        drop(position)
         cost -= removed
         return removed
     }
@@ -160,17 +156,20 @@ final class MemoryShard: @unchecked Sendable {
         (newest, oldest, hand, cost) = (-1, -1, -1, 0)
     }
 
+    /// Takes the node at `position` out of the queue and the index, and lists it free.
+    private func drop(_ position: Int) {
+        leaveQueue(position)
+        index.remove(position, in: nodes)
+        nodes[position].object = nil
+        nodes[position].key = MemoryKey.none
+        freeNodes.append(position)
+    }
+
     /// Takes the node at `position` out of the queue; the hand moves on to the next newer one.
-    private func unlink(_ position: Int) {
+    private func leaveQueue(_ position: Int) {
         let node = nodes[position]
         if hand == position { hand = node.prev }
         if node.prev >= 0 { nodes[node.prev].next = node.next } else { newest = node.next }
         if node.next >= 0 { nodes[node.next].prev = node.prev } else { oldest = node.prev }
-    }
-
-    private func free(_ position: Int) {
-        nodes[position].object = nil
-        nodes[position].key = MemoryKey.none
-        freeNodes.append(position)
     }
 }
