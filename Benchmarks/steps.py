@@ -24,9 +24,9 @@ STEPS = {
                    r"|entry_copy|ReadView\.copyEntry"),
         ("key", r"sameBytes|ByteComparison|same_bytes"),
         ("value+CRC", r"crc_then_copy|crc_chain|data_checksum|lrd_crc32c_then_copy|copyStoredValue|storedValue\(of:"),
-        ("probe", r"HashTable\.|ReadView\.lookup|ReadView\.probe|prefetchRecord|prefetchHome"),
-        ("re-check", r"isUnchanged|isExpired|has_passed"),
-        ("bookkeeping", r"countHit|countMiss|markVisited|LocalWords"),
+        ("probe", r"HashTable\.|ReadView\.lookup|ReadView\.probe|prefetchRecord|prefetchHome|view_probe"),
+        ("re-check", r"isUnchanged|isExpired|has_passed|view_unchanged"),
+        ("bookkeeping", r"countHit|countMiss|markVisited|LocalWords|view_count"),
     ],
     # A write: the caller's bytes and the handle (shell), the locks (with the check of the shared
     # state on taking the writer lock), the lookup of the entry replaced or removed, the room

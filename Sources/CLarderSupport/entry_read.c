@@ -44,7 +44,7 @@ static __attribute__((noinline)) int has_expired(uint64_t expires_at, uint64_t s
 
 /* Whether `n` bytes at `a` and `b` are the same: keys of 8 to 32 bytes as overlapping words,
  * inline (as `sameBytes` in Index/ByteComparison.swift); other lengths through memcmp. */
-static inline int same_bytes(const uint8_t *a, const uint8_t *b, size_t n) {
+static ALWAYS_INLINE int same_bytes(const uint8_t *a, const uint8_t *b, size_t n) {
     if (n >= 8 && n <= 16) {
         size_t last = n - 8;
         return ((load64(a) ^ load64(b)) | (load64(a + last) ^ load64(b + last))) == 0;
@@ -153,4 +153,138 @@ lrd_entry_outcome lrd_entry_copy(const void *record, uint64_t room, uint32_t see
 #endif
     return entry_copy(header_checksum_any, data_checksum_any, (const uint8_t *)record, room, seed, first_valid_sequence, (const uint8_t *)key, key_length,
                       (uint8_t *)destination, capacity, maximum_age);
+}
+
+/* The usual read through a published view (see CLarderSupport.h, lrd_view_copy), as
+ * `CacheStore.attemptCopy(forKey:in:toBuffer:)` makes it in Swift for a view with two tables.
+ *
+ * Invariant: the view's words are those `PublishedView.publish` stored, read whole under its
+ * sequence lock; the active table then holds `count` slots, a power of two from 512 to 2^28, and
+ * every slot index is masked. Records are read only through entry_copy, whose room is what the
+ * view's limit leaves after the record's offset. */
+
+enum {
+    TAG_BITS = 28,
+    SLOT_TOMBSTONE = 1,
+    SEQUENCE_FIELD = 16,
+};
+static const uint64_t LIVE_BIT = (uint64_t)1 << 32;
+static const uint64_t VISITED_BIT = (uint64_t)1 << 40;
+
+static inline uint64_t load_acquire(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static inline uint64_t load_relaxed(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+/* The published view's words, whole (never half of one view and half of the next). */
+typedef struct {
+    uint64_t limit, first_valid_sequence, active_slots, active_count, draining_slots, change_counter, maximum_age;
+} view_words;
+
+static inline __attribute__((always_inline)) view_words view_load(const lrd_read_view *view) {
+    for (;;) {
+        uint64_t sequence = load_acquire(&view->words[0]);
+        view_words w = {load_relaxed(&view->words[1]), load_relaxed(&view->words[2]), load_relaxed(&view->words[3]),
+                        load_relaxed(&view->words[4]), load_relaxed(&view->words[5]), load_relaxed(&view->words[7]),
+                        load_relaxed(&view->words[8])};
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if ((sequence & 1) == 0 && load_relaxed(&view->words[0]) == sequence && w.active_slots != 0) return w;
+        lrd_spin_pause();
+    }
+}
+
+/* Whether the record at `record`, checked with `sequence`, still is what it was: live, the same
+ * sequence number, and the file's change counter still the view's (`ReadView.isUnchanged`).
+ * Returns its first word then, 0 otherwise. */
+static inline __attribute__((always_inline)) uint64_t view_unchanged(const lrd_read_view *view, const uint8_t *record,
+                                                                     uint64_t sequence, uint64_t change_counter) {
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    uint64_t word = load_acquire((const uint64_t *)record);
+    if (!(word & LIVE_BIT) || load_relaxed((const uint64_t *)(record + SEQUENCE_FIELD)) != sequence ||
+        load_acquire(view->change_counter) != change_counter)
+        return 0;
+    return word;
+}
+
+/* A hit's bookkeeping (`CacheStore.countHit`): the access bit, set only in the word the entry was
+ * checked with (`RecordHeader.markVisited`), and the hit counted. */
+static inline __attribute__((always_inline)) void view_count_hit(const lrd_read_view *view, const uint8_t *record,
+                                                                 uint64_t word, uint64_t flags, size_t key_length) {
+    if (!view->read_only && !(word & VISITED_BIT)) {
+        uint64_t expected = (uint64_t)MAGIC | (uint64_t)KIND_ENTRY << 16 | flags << 24 | LIVE_BIT |
+                            (uint64_t)key_length << 48;
+        lrd_cas_u64((void *)record, expected, expected | VISITED_BIT);
+    }
+    lrd_fetch_add_u64(view->hits, 1);
+}
+
+/* The first slot of `tag` in the active table, or the empty slot that ends its probe sequence
+ * (0); the last slot looked at in a table with no empty slot (a damaged one). */
+static inline __attribute__((always_inline)) uint64_t view_probe(const view_words *w, uint32_t tag) {
+    const uint64_t *slots = (const uint64_t *)(uintptr_t)w->active_slots;
+    uint64_t mask = w->active_count - 1, index = tag >> (TAG_BITS - __builtin_ctzll(w->active_count));
+    uint64_t slot = 0;
+    for (uint64_t n = 0; n < w->active_count; n++, index++) {
+        slot = load_acquire(slots + (index & mask));
+        if (slot == 0 || (slot > SLOT_TOMBSTONE && (uint32_t)(slot >> 36) == tag)) break;
+    }
+    return slot;
+}
+
+/* The probe is `HashTable.find`'s, from the tag's home to the first empty slot, but it stops at
+ * the first slot of the key's tag: the record there is the key's but for a tag collision or a
+ * damaged slot, which the caller's probe in Swift takes on. Without a loop around the record's
+ * checks, what they keep in registers is not kept across the probe's iterations. */
+static inline __attribute__((always_inline)) void view_count_miss(const lrd_read_view *view) {
+    lrd_fetch_add_u64(view->misses, 1);
+}
+
+static inline __attribute__((always_inline)) int64_t view_copy(
+    header_checksum_fn header_checksum, data_checksum_fn data_checksum, const lrd_read_view *view, const uint8_t *key,
+    size_t key_length, uint8_t *destination, size_t capacity) {
+    /* The hash first: it depends on the key alone, and its registers are free before the rest. */
+    uint32_t tag = (uint32_t)(lrd_xxh64(key, key_length, 0) >> 36);
+    view_words w = view_load(view);
+    if (load_acquire(view->change_counter) != w.change_counter) return LRD_VIEW_UNSETTLED;
+    if (w.draining_slots != 0) return LRD_VIEW_PROBE_ON;
+    uint64_t epoch = load_acquire(view->index_epoch);
+    uint64_t slot = view_probe(&w, tag);
+    if (slot == 0) {
+        /* A miss holds only in an index no writer rearranged meanwhile, of the view's meta copy. */
+        if ((epoch & 1) != 0 || load_acquire(view->index_epoch) != epoch ||
+            load_acquire(view->change_counter) != w.change_counter)
+            return LRD_VIEW_UNSETTLED;
+        view_count_miss(view);
+        return LRD_VIEW_ABSENT;
+    }
+    /* Every slot looked at, none empty (a damaged table): the careful probe's to judge. */
+    if (slot <= SLOT_TOMBSTONE || (uint32_t)(slot >> 36) != tag) return LRD_VIEW_PROBE_ON;
+    uint64_t offset = (slot & 0xFFFFFFFFFULL) << 4;
+    if (offset < view->ring_start || offset >= w.limit) return LRD_VIEW_PROBE_ON;
+    const uint8_t *record = view->base + offset;
+    lrd_entry_outcome found = entry_copy(header_checksum, data_checksum, record, w.limit - offset, view->seed,
+                                         w.first_valid_sequence, key, key_length, destination, capacity,
+                                         w.maximum_age);
+    uint8_t status = (uint8_t)found.outcome;
+    if (status == LRD_ENTRY_OTHER) return LRD_VIEW_PROBE_ON;
+    if (status != LRD_ENTRY_COPIED) return LRD_VIEW_UNSETTLED;
+    uint64_t word = view_unchanged(view, record, found.sequence, w.change_counter);
+    if (word == 0) return LRD_VIEW_UNSETTLED;
+    view_count_hit(view, record, word, (uint8_t)(found.outcome >> 8), key_length);
+    return (int64_t)(found.outcome >> 32);
+}
+
+#if defined(HARDWARE)
+HARDWARE static int64_t view_copy_hardware(const lrd_read_view *view, const void *key, size_t key_length,
+                                           void *destination, size_t capacity) {
+    return view_copy(header_checksum_hardware, data_checksum_hardware, view, (const uint8_t *)key, key_length,
+                     (uint8_t *)destination, capacity);
+}
+#endif
+
+int64_t lrd_view_copy(const lrd_read_view *view, const void *key, size_t key_length, void *destination,
+                      size_t capacity) {
+#if defined(HARDWARE)
+    if (lrd_crc32c_hardware_present) return view_copy_hardware(view, key, key_length, destination, capacity);
+#endif
+    return view_copy(header_checksum_any, data_checksum_any, view, (const uint8_t *)key, key_length,
+                     (uint8_t *)destination, capacity);
 }

@@ -4,8 +4,8 @@
  * the public C API (`larder_*`, include/larder.h).
  *
  * Checksums, hashing, atomics on shared (mapped) memory, byte-range file locks
- * and two per-thread words; and one function that knows the record header
- * (lrd_entry_copy: the usual read, the format's checks in one call).
+ * and two per-thread words; and the functions that know the record header (lrd_entry_copy and
+ * lrd_view_copy: the usual read, the format's checks in one call).
  */
 #ifndef CLARDER_SUPPORT_H
 #define CLARDER_SUPPORT_H
@@ -69,6 +69,45 @@ enum {
 lrd_entry_outcome lrd_entry_copy(const void *record, uint64_t room, uint32_t seed, uint64_t first_valid_sequence,
                                  const void *key, size_t key_length, void *destination, size_t capacity,
                                  uint64_t maximum_age);
+
+/* What lrd_view_copy reads through, in process memory: the read view a store's in-process
+ * writer published last (`words`, under a sequence lock: sequence, limit, first valid sequence,
+ * active table, its slot count, draining table, its slot count, change counter, maximum age), the
+ * parts of every view that never change, and the words a read checks and counts: the file's
+ * change counter and index epoch (in its shared state), and this process's hits and misses.
+ * Owned by `PublishedView`, which states its invariants. */
+typedef struct {
+    uint64_t words[9];
+    const uint8_t *base;
+    uint64_t ring_start;
+    const uint64_t *change_counter;
+    const uint64_t *index_epoch;
+    uint64_t *hits;
+    uint64_t *misses;
+    uint32_t seed;
+    /* Nonzero for a read-only mapping, which cannot take the access bit. */
+    uint32_t read_only;
+} lrd_read_view;
+
+enum {
+    /* No entry of the key, in a settled index of the view's meta copy (counted as a miss). */
+    LRD_VIEW_ABSENT = -1,
+    /* Anything else (a view out of date, an index or record that changed, an entry not copied):
+     * the careful read decides. */
+    LRD_VIEW_UNSETTLED = -2,
+    /* The first slot of the key's tag was not the key's live entry (a tag shared with another
+     * key, a slot that names no record), or the index is migrating (two tables): the caller
+     * probes on itself. Nothing was counted. */
+    LRD_VIEW_PROBE_ON = -3,
+};
+
+/* The usual read of `key` (1 to 4096 bytes) into `destination`, in one call: the published view
+ * taken, the key hashed, the active table probed to the first slot of the key's tag, its record
+ * checked and copied by lrd_entry_copy's checks, then re-checked (live bit, sequence number, change
+ * counter), its access bit set and the hit counted. Returns the value's length (>= 0) when the
+ * value was copied whole and its checksum held over the copy, or an LRD_VIEW_ status. */
+int64_t lrd_view_copy(const lrd_read_view *view, const void *key, size_t key_length, void *destination,
+                      size_t capacity);
 
 /* What lrd_entry_write stores: the key (NULL when it is in place already) and its length, the
  * value, the header's lengths word (stored length in bits 0-31, raw length in bits 32-63), its

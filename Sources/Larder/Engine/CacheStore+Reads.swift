@@ -234,8 +234,25 @@ extension CacheStore {
     /// entry (`ReadView.copyEntry`), and the usual miss. Counts the hit or the miss it answers.
     /// Anything else (an invalid key, an entry it did not copy, a record or index that changed)
     /// is `.unsettled`, for `copyValue(forKey:in:includingExpired:into:)` to start over.
+    ///
+    /// With one index table (the usual case) the whole attempt is one C call (`lrd_view_copy`):
+    /// the same checks in the same order as `attemptCopy(forKey:in:toBuffer:)`, with no view,
+    /// hash or probe state kept live across calls.
     @inline(__always)
     func attemptCopy(forKey key: UnsafeRawBufferPointer, toBuffer buffer: UnsafeMutableRawBufferPointer) -> Attempt<Int> {
+        guard key.count > 0, key.count <= CacheStore.maximumKeyLength else { return .unsettled }
+        let answer = publishedView.copyValue(forKey: key, into: buffer)
+        if answer >= 0 { return .answered(Int(truncatingIfNeeded: answer)) }
+        if answer == Int64(LRD_VIEW_ABSENT) { return .absent }
+        if answer == Int64(LRD_VIEW_PROBE_ON) { return attemptCopyProbingOn(forKey: key, toBuffer: buffer) }
+        return .unsettled
+    }
+
+    /// `attemptCopy(forKey:toBuffer:)` probed in Swift: while the index migrates (two tables), or
+    /// past a slot of the key's tag that was not its entry.
+    @inline(never)
+    private func attemptCopyProbingOn(forKey key: UnsafeRawBufferPointer,
+                                           toBuffer buffer: UnsafeMutableRawBufferPointer) -> Attempt<Int> {
         guard let view = publishedViewIfCurrent() else { return .unsettled }
         return attemptCopy(forKey: key, in: view, toBuffer: buffer)
     }

@@ -139,7 +139,10 @@ final class CacheStore {
                                    tag: file.mappingTag)
         self.allocator = StateCell(RingAllocator(meta: meta, ringStart: ringStart, file: file, state: state,
                                                  readers: readers, pageWarmer: pageWarmer))
-        self.publishedView = PublishedView(base: file.viewBase, ringStart: ringStart, seed: meta.checksumSeed)
+        self.publishedView = PublishedView(
+            base: file.viewBase, ringStart: ringStart, seed: meta.checksumSeed,
+            changeCounter: state.page + SharedState.Field.changeCounter, indexEpoch: state.page + SharedState.Field.indexEpoch,
+            hits: localWords.pointer(.hits), misses: localWords.pointer(.misses), readOnly: readOnly)
     }
 
     deinit {

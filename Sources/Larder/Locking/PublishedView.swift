@@ -9,8 +9,13 @@ import CLarderSupport
 /// size they see have changed; a reader that finds the counter moved past its view waits for the
 /// writer by taking that lock for the refresh.
 ///
+/// The words sit at the start of an `lrd_read_view`, with what the usual read checks and counts
+/// besides, so that `lrd_view_copy` answers it in one C call (`copyValue`).
+///
 /// Invariant: the words are written only under the exclusive in-process lock; the sequence is odd
 /// while they are being written. Every word is accessed atomically, so no read is a data race.
+/// The `lrd_read_view` is allocated and initialized for this object's life; its other fields,
+/// set in `init`, point into the store's mapping and `LocalWords`, which outlive it.
 final class PublishedView: @unchecked Sendable {
     private enum Word {
         static let sequence = 0, limit = 1, firstValidSequence = 2, activeSlots = 3, activeCount = 4
@@ -18,22 +23,45 @@ final class PublishedView: @unchecked Sendable {
         static let count = 9
     }
 
+    private let reader: UnsafeMutablePointer<lrd_read_view>
+    /// The first field of `reader`, its nine words.
     private let words: UnsafeMutablePointer<UInt64>
     /// The parts of every view that never change.
     private let base: UnsafeMutableRawPointer
     private let ringStart: Int
     private let seed: UInt32
 
-    init(base: UnsafeMutableRawPointer, ringStart: Int, seed: UInt32) {
+    /// - Parameters:
+    ///   - changeCounter, indexEpoch: the shared state's words in the mapping.
+    ///   - hits, misses: this process's counters (`LocalWords`).
+    ///   - readOnly: the mapping cannot take the access bit.
+    init(base: UnsafeMutableRawPointer, ringStart: Int, seed: UInt32, changeCounter: UnsafeRawPointer,
+         indexEpoch: UnsafeRawPointer, hits: UnsafeMutablePointer<UInt64>, misses: UnsafeMutablePointer<UInt64>,
+         readOnly: Bool) {
         self.base = base
         self.ringStart = ringStart
         self.seed = seed
-        words = .allocate(capacity: Word.count)
-        words.initialize(repeating: 0, count: Word.count)
+        reader = .allocate(capacity: 1)
+        reader.initialize(to: lrd_read_view(
+            words: (0, 0, 0, 0, 0, 0, 0, 0, 0), base: UnsafePointer(base.assumingMemoryBound(to: UInt8.self)),
+            ring_start: UInt64(ringStart), change_counter: changeCounter.assumingMemoryBound(to: UInt64.self),
+            index_epoch: indexEpoch.assumingMemoryBound(to: UInt64.self), hits: hits, misses: misses,
+            seed: seed, read_only: readOnly ? 1 : 0))
+        // `words` is a homogeneous tuple of UInt64 at offset 0: its elements are UInt64s in order.
+        words = UnsafeMutableRawPointer(reader).assumingMemoryBound(to: UInt64.self)
     }
 
     deinit {
-        words.deallocate()
+        reader.deinitialize(count: 1)
+        reader.deallocate()
+    }
+
+    /// Reader: the usual read of `key` (1 to `CacheStore.maximumKeyLength` bytes) into `buffer`
+    /// through the view last published, in one C call: the value's length, or an `LRD_VIEW_`
+    /// status (`lrd_view_copy`).
+    @inline(__always)
+    func copyValue(forKey key: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) -> Int64 {
+        lrd_view_copy(reader, key.baseAddress, key.count, buffer.baseAddress, buffer.count)
     }
 
     /// Writer, under the exclusive in-process lock: makes `view` the one readers take.
