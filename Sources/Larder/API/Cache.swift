@@ -409,6 +409,16 @@ public final class Cache: @unchecked Sendable {
         return try copyValueCarefully(forKeyBytes: key, into: buffer)
     }
 
+    /// The usual read of the C ABI's `larder_get`, in one attempt that makes no error: the
+    /// value's length when it was copied whole into `buffer` and checked, `LRD_VIEW_ABSENT` for
+    /// a miss (both counted), anything else below 0 for `copyValue(forKeyBytes:into:)` to read
+    /// again from the start. A call with no frame of its own: `lrd_view_copy` is its tail.
+    package func attemptCopyValue(forKeyBytes key: UnsafeRawBufferPointer,
+                                  into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard !isClosed, key.count > 0, key.count <= CacheStore.maximumKeyLength else { return Int(LRD_VIEW_UNSETTLED) }
+        return storeReference._withUnsafeGuaranteedRef { Int($0.publishedView.copyValue(forKey: key, into: buffer)) }
+    }
+
     /// `copyValue(forKeyBytes:into:)` for every case: a closed handle, an invalid key, a view to
     /// refresh, and what the store's careful read handles.
     @inline(never)
