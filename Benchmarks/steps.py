@@ -21,7 +21,7 @@ STEPS = {
         ("hash", r"lrd_xxh|KeyHash\.init"),
         ("header", r"RecordHeader\.read|lrd_crc32c_record_header|header_crc|header_checksum|isLiveEntry"
                    r"|lrd_prefetch_following|entryHeader\(at:keyLength:|ReadView\.entryHeader\(at:key:"
-                   r"|entry_copy|ReadView\.copyEntry"),
+                   r"|entry_copy|entry_check_copy|ReadView\.copyEntry"),
         ("key", r"sameBytes|ByteComparison|same_bytes"),
         ("value+CRC", r"crc_then_copy|crc_chain|data_checksum|lrd_crc32c_then_copy|copyStoredValue|storedValue\(of:"),
         ("probe", r"HashTable\.|ReadView\.lookup|ReadView\.probe|prefetchRecord|prefetchHome|view_probe"),

@@ -95,10 +95,19 @@ HARDWARE static ALWAYS_INLINE uint32_t data_checksum_hardware(uint32_t seed, con
 }
 #endif
 
-static inline __attribute__((always_inline)) lrd_entry_outcome entry_copy(
+/* What entry_check_copy found in an entry of the key: its sequence number, flags and value's
+ * length as callers see it. */
+typedef struct {
+    uint64_t sequence, flags, raw_length;
+} entry_found;
+
+/* The checks and copy of lrd_entry_copy: its status, with `found` filled for an entry of the key.
+ * Inlined into its two callers, which take the fields as they are (no outcome word to unpack). */
+static inline __attribute__((always_inline)) uint64_t entry_check_copy(
     header_checksum_fn header_checksum, data_checksum_fn data_checksum, const uint8_t *record, uint64_t room, uint32_t seed, uint64_t first_valid_sequence,
-    const uint8_t *key, size_t key_length, uint8_t *destination, size_t capacity, uint64_t maximum_age) {
-    lrd_entry_outcome other = outcome(LRD_ENTRY_OTHER, 0, 0, 0);
+    const uint8_t *key, size_t key_length, uint8_t *destination, size_t capacity, uint64_t maximum_age,
+    entry_found *found) {
+    const uint64_t other = LRD_ENTRY_OTHER;
     if (((uintptr_t)record & (ALIGNMENT - 1)) != 0 || room < HEADER_SIZE) return other;
     /* The first word rules out every other record before anything else is read. */
     uint64_t w0 = __atomic_load_n((const uint64_t *)record, __ATOMIC_ACQUIRE);
@@ -130,7 +139,19 @@ static inline __attribute__((always_inline)) lrd_entry_outcome entry_copy(
         if (data_checksum(seed, key, key_length, destination, value, stored_length) == (uint32_t)w5)
             status = LRD_ENTRY_COPIED;
     }
-    return outcome(status, flags, raw_length, sequence);
+    found->sequence = sequence;
+    found->flags = flags;
+    found->raw_length = raw_length;
+    return status;
+}
+
+static inline __attribute__((always_inline)) lrd_entry_outcome entry_copy(
+    header_checksum_fn header_checksum, data_checksum_fn data_checksum, const uint8_t *record, uint64_t room, uint32_t seed, uint64_t first_valid_sequence,
+    const uint8_t *key, size_t key_length, uint8_t *destination, size_t capacity, uint64_t maximum_age) {
+    entry_found found = {0, 0, 0};
+    uint64_t status = entry_check_copy(header_checksum, data_checksum, record, room, seed, first_valid_sequence, key,
+                                       key_length, destination, capacity, maximum_age, &found);
+    return outcome(status, found.flags, found.raw_length, found.sequence);
 }
 
 #if defined(HARDWARE)
@@ -160,8 +181,8 @@ lrd_entry_outcome lrd_entry_copy(const void *record, uint64_t room, uint32_t see
  *
  * Invariant: the view's words are those `PublishedView.publish` stored, read whole under its
  * sequence lock; the active table then holds `count` slots, a power of two from 512 to 2^28, and
- * every slot index is masked. Records are read only through entry_copy, whose room is what the
- * view's limit leaves after the record's offset. */
+ * every slot index is masked. Records are read only through entry_check_copy, whose room is what
+ * the view's limit leaves after the record's offset. */
 
 enum {
     TAG_BITS = 28,
@@ -229,13 +250,14 @@ static inline __attribute__((always_inline)) uint64_t view_probe(const view_word
     return slot;
 }
 
+static inline __attribute__((always_inline)) void view_count_miss(const lrd_read_view *view) {
+    lrd_fetch_add_u64(view->misses, 1);
+}
+
 /* The probe is `HashTable.find`'s, from the tag's home to the first empty slot, but it stops at
  * the first slot of the key's tag: the record there is the key's but for a tag collision or a
  * damaged slot, which the caller's probe in Swift takes on. Without a loop around the record's
  * checks, what they keep in registers is not kept across the probe's iterations. */
-static inline __attribute__((always_inline)) void view_count_miss(const lrd_read_view *view) {
-    lrd_fetch_add_u64(view->misses, 1);
-}
 
 static inline __attribute__((always_inline)) int64_t view_copy(
     header_checksum_fn header_checksum, data_checksum_fn data_checksum, const lrd_read_view *view, const uint8_t *key,
@@ -260,16 +282,16 @@ static inline __attribute__((always_inline)) int64_t view_copy(
     uint64_t offset = (slot & 0xFFFFFFFFFULL) << 4;
     if (offset < view->ring_start || offset >= w.limit) return LRD_VIEW_PROBE_ON;
     const uint8_t *record = view->base + offset;
-    lrd_entry_outcome found = entry_copy(header_checksum, data_checksum, record, w.limit - offset, view->seed,
-                                         w.first_valid_sequence, key, key_length, destination, capacity,
-                                         w.maximum_age);
-    uint8_t status = (uint8_t)found.outcome;
+    entry_found found;
+    uint64_t status = entry_check_copy(header_checksum, data_checksum, record, w.limit - offset, view->seed,
+                                       w.first_valid_sequence, key, key_length, destination, capacity, w.maximum_age,
+                                       &found);
     if (status == LRD_ENTRY_OTHER) return LRD_VIEW_PROBE_ON;
     if (status != LRD_ENTRY_COPIED) return LRD_VIEW_UNSETTLED;
     uint64_t word = view_unchanged(view, record, found.sequence, w.change_counter);
     if (word == 0) return LRD_VIEW_UNSETTLED;
-    view_count_hit(view, record, word, (uint8_t)(found.outcome >> 8), key_length);
-    return (int64_t)(found.outcome >> 32);
+    view_count_hit(view, record, word, found.flags, key_length);
+    return (int64_t)found.raw_length;
 }
 
 #if defined(HARDWARE)
