@@ -238,16 +238,15 @@ static inline __attribute__((always_inline)) void view_count_hit(const lrd_read_
 }
 
 /* The first slot of `tag` in the active table, or the empty slot that ends its probe sequence
- * (0); the last slot looked at in a table with no empty slot (a damaged one). */
+ * (0), or SLOT_TOMBSTONE when every slot was looked at and none was empty (a damaged table). */
 static inline __attribute__((always_inline)) uint64_t view_probe(const view_words *w, uint32_t tag) {
     const uint64_t *slots = (const uint64_t *)(uintptr_t)w->active_slots;
     uint64_t mask = w->active_count - 1, index = tag >> (TAG_BITS - __builtin_ctzll(w->active_count));
-    uint64_t slot = 0;
     for (uint64_t n = 0; n < w->active_count; n++, index++) {
-        slot = load_acquire(slots + (index & mask));
-        if (slot == 0 || (slot > SLOT_TOMBSTONE && (uint32_t)(slot >> 36) == tag)) break;
+        uint64_t slot = load_acquire(slots + (index & mask));
+        if (slot == 0 || (slot > SLOT_TOMBSTONE && (uint32_t)(slot >> 36) == tag)) return slot;
     }
-    return slot;
+    return SLOT_TOMBSTONE;
 }
 
 static inline __attribute__((always_inline)) void view_count_miss(const lrd_read_view *view) {
@@ -278,7 +277,7 @@ static inline __attribute__((always_inline)) int64_t view_copy(
         return LRD_VIEW_ABSENT;
     }
     /* Every slot looked at, none empty (a damaged table): the careful probe's to judge. */
-    if (slot <= SLOT_TOMBSTONE || (uint32_t)(slot >> 36) != tag) return LRD_VIEW_PROBE_ON;
+    if (slot == SLOT_TOMBSTONE) return LRD_VIEW_PROBE_ON;
     uint64_t offset = (slot & 0xFFFFFFFFFULL) << 4;
     if (offset < view->ring_start || offset >= w.limit) return LRD_VIEW_PROBE_ON;
     const uint8_t *record = view->base + offset;
@@ -295,9 +294,17 @@ static inline __attribute__((always_inline)) int64_t view_copy(
 }
 
 #if defined(HARDWARE)
+/* The value's checksum and copy as a call of its own: its loop then keeps its pointers and count
+ * in registers, where inline it shared them with what the read keeps for its re-check. */
+HARDWARE static __attribute__((noinline)) uint32_t data_checksum_call(uint32_t seed, const uint8_t *key,
+                                                                     size_t key_length, uint8_t *destination,
+                                                                     const uint8_t *value, size_t length) {
+    return data_checksum_hardware(seed, key, key_length, destination, value, length);
+}
+
 HARDWARE static int64_t view_copy_hardware(const lrd_read_view *view, const void *key, size_t key_length,
                                            void *destination, size_t capacity) {
-    return view_copy(header_checksum_hardware, data_checksum_hardware, view, (const uint8_t *)key, key_length,
+    return view_copy(header_checksum_hardware, data_checksum_call, view, (const uint8_t *)key, key_length,
                      (uint8_t *)destination, capacity);
 }
 #endif
