@@ -140,8 +140,7 @@ public func larderGet(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPoint
     // copied fits its buffer. Anything else starts over below, where nothing was counted.
     if lrd_has_error_message() == 0, let db, let valueLength, let key, keyLength > 0, buffer != nil || bufferLength == 0 {
         let answer = Unmanaged<Cache>.fromOpaque(UnsafeRawPointer(db))._withUnsafeGuaranteedRef { cache in
-            cache.attemptCopyValue(forKeyBytes: UnsafeRawBufferPointer(start: key, count: keyLength),
-                                   into: UnsafeMutableRawBufferPointer(start: buffer, count: bufferLength < 0 ? Int.max : bufferLength))
+            cache.attemptCopyValue(key: key, count: keyLength, into: buffer, capacity: bufferLength < 0 ? Int.max : bufferLength)
         }
         if answer >= 0 {
             valueLength.pointee = answer

@@ -413,10 +413,13 @@ public final class Cache: @unchecked Sendable {
     /// value's length when it was copied whole into `buffer` and checked, `LRD_VIEW_ABSENT` for
     /// a miss (both counted), anything else below 0 for `copyValue(forKeyBytes:into:)` to read
     /// again from the start. A call with no frame of its own: `lrd_view_copy` is its tail.
-    package func attemptCopyValue(forKeyBytes key: UnsafeRawBufferPointer,
-                                  into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        guard !isClosed, key.count > 0, key.count <= CacheStore.maximumKeyLength else { return Int(LRD_VIEW_UNSETTLED) }
-        return storeReference._withUnsafeGuaranteedRef { Int($0.publishedView.copyValue(forKey: key, into: buffer)) }
+    /// Pointers and counts, not buffers: a buffer crosses the call as its start and end.
+    package func attemptCopyValue(key: UnsafeRawPointer, count keyLength: Int, into buffer: UnsafeMutableRawPointer?,
+                                  capacity: Int) -> Int {
+        guard !isClosed, keyLength > 0, keyLength <= CacheStore.maximumKeyLength else { return Int(LRD_VIEW_UNSETTLED) }
+        return storeReference._withUnsafeGuaranteedRef {
+            Int($0.publishedView.copyValue(key: key, count: keyLength, into: buffer, capacity: capacity))
+        }
     }
 
     /// `copyValue(forKeyBytes:into:)` for every case: a closed handle, an invalid key, a view to

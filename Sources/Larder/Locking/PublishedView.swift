@@ -64,6 +64,13 @@ final class PublishedView: @unchecked Sendable {
         lrd_view_copy(reader, key.baseAddress, key.count, buffer.baseAddress, buffer.count)
     }
 
+    /// `copyValue(forKey:into:)` for `keyLength` bytes at `key` and `capacity` at `buffer`.
+    @inline(__always)
+    func copyValue(key: UnsafeRawPointer, count keyLength: Int, into buffer: UnsafeMutableRawPointer?,
+                   capacity: Int) -> Int64 {
+        lrd_view_copy(reader, key, keyLength, buffer, capacity)
+    }
+
     /// Writer, under the exclusive in-process lock: makes `view` the one readers take.
     func publish(_ view: ReadView) {
         precondition(view.base == base && view.ringStart == ringStart && view.seed == seed)
