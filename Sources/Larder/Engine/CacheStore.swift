@@ -667,7 +667,7 @@ final class CacheStore {
     func acquireWriterLock() throws(LarderError) {
         try checkWritable()
         let area = state.writerLockArea
-        let rc = lrd_writer_lock(area, file.descriptor.rawValue)
+        let rc = lrd_writer_lock_fast(area) != 0 ? Int32(LRD_LOCK_ACQUIRED) : lrd_writer_lock(area, file.descriptor.rawValue)
         if rc < 0 { throw SystemCall.error("take the writer lock", errno: -rc).at(path) }
         // Odd until the release: readers' remembered checks (FORMAT.md 7.7.8) stop holding.
         let countAtLock = state.beginWrites()
@@ -704,7 +704,8 @@ final class CacheStore {
     func releaseWriterLock() {
         allocator.value.noteWriterStateAtRelease()
         writeCountAtRelease.value = state.endWrites()
-        lrd_writer_unlock(state.writerLockArea, file.descriptor.rawValue)
+        let area = state.writerLockArea
+        if lrd_writer_unlock_fast(area) == 0 { lrd_writer_unlock(area, file.descriptor.rawValue) }
     }
 
     /// Releases the writer lock after a hold that failed: the next hold checks the shared state
