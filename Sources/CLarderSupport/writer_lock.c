@@ -44,7 +44,8 @@ RECORD_LOCK_PATH static void record_unlock(void *area, int fd) {
 _Static_assert(sizeof(pthread_mutex_t) <= HELD_OFFSET, "pthread_mutex_t must fit the lock area");
 
 /* Set by tests only, before any file is opened: Apple platforms' writer lock, on Linux. */
-static int use_record_lock = 0;
+int lrd_writer_lock_by_record = 0;
+#define use_record_lock lrd_writer_lock_by_record
 
 void lrd_use_record_writer_lock(int on) { use_record_lock = on; }
 
@@ -61,8 +62,33 @@ int lrd_writer_lock_init(void *area) {
     return rc;
 }
 
+#if defined(LRD_WRITER_LOCK_INLINE)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+LRD_THREAD_LOCAL lrd_robust_thread lrd_robust_self;
+
+struct lrd_robust_head *lrd_robust_thread_setup(uint64_t generation) {
+    struct lrd_robust_head *head = NULL;
+    size_t length = 0;
+    long offset = (long)offsetof(pthread_mutex_t, __data.__lock) - (long)offsetof(pthread_mutex_t, __data.__list.__next);
+    if (syscall(SYS_get_robust_list, 0, &head, &length) != 0 || head == NULL || length != sizeof *head ||
+        head->futex_offset != offset) {
+        head = NULL;
+    }
+    lrd_robust_self.head = head;
+    lrd_robust_self.tid = (int)syscall(SYS_gettid);
+    lrd_robust_self.stamp = generation + 1;
+    return head;
+}
+
+void lrd_robust_wake(int *lock) {
+    syscall(SYS_futex, lock, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+#endif
+
 int lrd_writer_lock(void *area, int fd) {
     if (__builtin_expect(use_record_lock, 0)) return record_lock(area, fd);
+    if (__builtin_expect(lrd_writer_lock_fast(area), 1)) return LRD_LOCK_ACQUIRED;
     int rc = pthread_mutex_lock((pthread_mutex_t *)area);
     if (rc == 0) return LRD_LOCK_ACQUIRED;
     if (rc == EOWNERDEAD) return LRD_LOCK_OWNER_DIED;
@@ -76,9 +102,10 @@ void lrd_writer_lock_consistent(void *area) {
 void lrd_writer_unlock(void *area, int fd) {
     if (__builtin_expect(use_record_lock, 0)) {
         record_unlock(area, fd);
-    } else {
-        pthread_mutex_unlock((pthread_mutex_t *)area);
+        return;
     }
+    if (__builtin_expect(lrd_writer_unlock_fast(area), 1)) return;
+    pthread_mutex_unlock((pthread_mutex_t *)area);
 }
 #else
 void lrd_use_record_writer_lock(int on) { (void)on; }

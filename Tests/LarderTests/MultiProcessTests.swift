@@ -91,8 +91,31 @@ struct MultiProcessTests {
         let cache = try Cache(path: directory.path(), options: .init(capacity: .megabytes(4)))
         for key in 0..<300 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
         let store = cache.entry.store
-        try store.withWriterLock { () throws(LarderError) in
+        try store.withWriterLockOfAnotherProcess { () throws(LarderError) in
             store.state.head = store.ringEnd + (1 << 20)
+        }
+
+        for key in 300..<600 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+        #expect(cache.stats.recoveries == 1)
+        let lost = try VersionedValue.keys(0..<600, notAt: 1, in: cache)
+        #expect(lost.isEmpty, "k\(lost.first ?? 0) lost first")
+    }
+
+    /// A writer skips the check of the shared state only while the write count is the one its
+    /// own last hold left: a hold of another process's writer in between, which left the state
+    /// broken and released the lock as usual, moves the count, and this writer rebuilds.
+    @Test(.waitsOnItsOwnThreads) func aWriterChecksTheStateAfterAnotherProcessHeldTheLock() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        let cache = try Cache(path: path, options: .init(capacity: .megabytes(4)))
+        for key in 0..<300 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
+
+        await #expect(processExitsWith: .success) { [path = path as String] in
+            let child = try Cache(path: path)
+            let store = child.entry.store
+            // Every record written from this next sequence on would be void: stored, never found.
+            try store.withWriterLock { () throws(LarderError) in store.state.nextSequence = store.meta.firstValidSequence - 1 }
+            exit(0)
         }
 
         for key in 300..<600 { try cache.set(VersionedValue.make(key: key, version: 1), forKey: "k\(key)") }
@@ -153,7 +176,7 @@ struct MultiProcessTests {
         if broken == .negativeSpanAtCapacity { #expect(store.ringEnd == store.capacity) }
         if broken.keys == 385 { #expect(store.draining != nil) }
         let before = cache.count
-        try store.withWriterLock { () throws(LarderError) in broken.apply(to: store) }
+        try store.withWriterLockOfAnotherProcess { () throws(LarderError) in broken.apply(to: store) }
 
         try cache.set([7], forKey: "after")
         #expect(cache.stats.recoveries == 1)

@@ -247,6 +247,7 @@ int lrd_writer_lock(void *area, int fd);
 /* After a repair: marks the lock usable again. */
 void lrd_writer_lock_consistent(void *area);
 void lrd_writer_unlock(void *area, int fd);
+/* lrd_writer_lock_fast and lrd_writer_unlock_fast, their usual paths inline: lrd_writer_lock.h. */
 
 /* A reader-writer lock among the threads of one process, for short critical sections: waiters
  * spin, then yield, then sleep briefly, and never hand the lock over through the kernel. With a
@@ -360,6 +361,8 @@ int lrd_populate_for_writing(void *address, size_t length);
  * the same in a child after fork. Returns 0 when the thread started (done will be called), else
  * an errno value (done is not called). */
 int lrd_populate_in_background(void *address, size_t length, void (*done)(void *context), void *context);
+
+#include "lrd_writer_lock.h"
 
 #ifdef __cplusplus
 }

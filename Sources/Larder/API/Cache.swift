@@ -644,8 +644,14 @@ public final class Cache: @unchecked Sendable {
     @inline(__always)
     func write<R>(_ body: (CacheStore) throws(LarderError) -> R) throws(LarderError) -> R {
         try beginWrite()
-        defer { endWrite() }
-        return try storeReference.lend(body)
+        do throws(LarderError) {
+            let outcome = try storeReference.lend(body)
+            endWrite()
+            return outcome
+        } catch {
+            endFailedWrite()
+            throw error
+        }
     }
 
     /// `write` in two halves, without closures on the hot path: the in-process exclusive lock,
@@ -671,6 +677,16 @@ public final class Cache: @unchecked Sendable {
         storeReference._withUnsafeGuaranteedRef { store in
             store.publishView()
             store.releaseWriterLock()
+        }
+        lockReference._withUnsafeGuaranteedRef { $0.unlockExclusive() }
+    }
+
+    /// `endWrite` after a write that threw: the next write checks the shared state again.
+    @inline(never)
+    private func endFailedWrite() {
+        storeReference._withUnsafeGuaranteedRef { store in
+            store.publishView()
+            store.releaseWriterLockAfterFailure()
         }
         lockReference._withUnsafeGuaranteedRef { $0.unlockExclusive() }
     }

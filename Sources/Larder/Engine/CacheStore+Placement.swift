@@ -21,7 +21,9 @@ extension CacheStore {
     func reserve(_ size: Int, alignment: Int = FileLayout.recordAlignment) throws(LarderError) -> Int {
         precondition(size > 0 && size % FileLayout.recordAlignment == 0)
         var budget = ReclaimBudget(forPlacing: size)
-        if allocator.value.isBelowCapacity && !allocator.value.headIsBehindTail { try reclaimAhead(of: size) }
+        // The first test of reclaimAhead's loop, inline: most placements reclaim nothing ahead.
+        if allocator.value.isBelowCapacity && !allocator.value.headIsBehindTail && state.spanBytes > 0
+            && allocator.value.garbageOutweighsLiveData { try reclaimAhead(of: size) }
         // Bounds on the work, so that a damaged ring can never make this spin, nor readers who
         // lend out ranges all round the ring: each lap passes every island once.
         var steps = 0

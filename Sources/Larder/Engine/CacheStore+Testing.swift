@@ -27,3 +27,12 @@ extension CacheStore {
         set { allocator.value.deadRooms.rewritesInPlace = newValue }
     }
 }
+
+extension CacheStore {
+    /// Runs `body` under the writer lock as a writer of another process would hold it: this
+    /// store's next hold checks the shared state, as after any other writer's release.
+    func withWriterLockOfAnotherProcess(_ body: () throws(LarderError) -> Void) throws(LarderError) {
+        try withWriterLock(body)
+        writeCountAtRelease.value = 1
+    }
+}

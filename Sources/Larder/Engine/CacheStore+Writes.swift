@@ -251,7 +251,16 @@ extension CacheStore {
     /// whether it is compressed: compression is given up when its bound does not fit but the raw
     /// value does. Finishes an index migration whose second segment is in the way.
     /// - Throws: `.tooLarge` when the record can never fit.
+    @inline(__always)
     private func placement(keyLength: Int, valueLength: Int, compress: Bool) throws(LarderError) -> (size: Int, compress: Bool) {
+        // The usual put, inline: uncompressed, and it fits.
+        let size = RecordHeader.entrySize(keyLength: keyLength, storedLength: valueLength)
+        if !compress && valueLength <= UInt32.max && size <= largestPlaceableRecord { return (size, false) }
+        return try placementOutOfLine(keyLength: keyLength, valueLength: valueLength, compress: compress)
+    }
+
+    @inline(never)
+    private func placementOutOfLine(keyLength: Int, valueLength: Int, compress: Bool) throws(LarderError) -> (size: Int, compress: Bool) {
         var compress = compress && valueLength <= LZ4Codec.maximumInputSize
         var size = RecordHeader.entrySize(keyLength: keyLength,
                                           storedLength: compress ? LZ4Codec.bound(valueLength) : valueLength)

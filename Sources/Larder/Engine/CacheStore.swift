@@ -80,6 +80,9 @@ final class CacheStore {
     /// The index tables, their migration and the epoch around their changes
     /// (Index/IndexMaintainer.swift).
     let index: StateCell<IndexMaintainer>
+    /// The write count this store left at its last release of the writer lock after a hold that
+    /// checked the shared state; odd (never left at a release) until then and after a failed hold.
+    let writeCountAtRelease = StateCell<UInt64>(1)
     var active: HashTable { index.value.active }
     var draining: HashTable? { index.value.draining }
     /// Moves whenever something `currentView` reads changes (the meta copy, whose file size every
@@ -651,8 +654,14 @@ final class CacheStore {
     /// is rebuilt first.
     func withWriterLock<R>(_ body: () throws(LarderError) -> R) throws(LarderError) -> R {
         try acquireWriterLock()
-        defer { releaseWriterLock() }
-        return try body()
+        do throws(LarderError) {
+            let outcome = try body()
+            releaseWriterLock()
+            return outcome
+        } catch {
+            releaseWriterLockAfterFailure()
+            throw error
+        }
     }
 
     /// `withWriterLock` in two halves, for the write path: takes the writer lock, repairs what a
@@ -661,10 +670,13 @@ final class CacheStore {
     func acquireWriterLock() throws(LarderError) {
         try checkWritable()
         let area = state.writerLockArea
-        let rc = lrd_writer_lock(area, file.descriptor.rawValue)
+        let rc = lrd_writer_lock_fast(area) != 0 ? Int32(LRD_LOCK_ACQUIRED) : lrd_writer_lock(area, file.descriptor.rawValue)
         if rc < 0 { throw SystemCall.error("take the writer lock", errno: -rc).at(path) }
         // Odd until the release: readers' remembered checks (FORMAT.md 7.7.8) stop holding.
-        state.beginWrites()
+        let countAtLock = state.beginWrites()
+        // Unmoved since this store's own release: no writer of any process has changed the
+        // shared state since it was last checked (FORMAT.md 3.4, 7.7.1).
+        let unchangedSinceRelease = countAtLock == writeCountAtRelease.value && state.countsWrites
         // Before anything here can fail: giving the lock back records the state as this process
         // leaves it, other processes' changes included.
         allocator.value.forgetDeadRoomIfOthersWrote()
@@ -684,17 +696,27 @@ final class CacheStore {
             if state.isClean { try markInUse() }
             if !viewIsCurrent { try refreshView() }
             // What a process that broke the format left in the shared state is not counted with.
-            if state.needsRepair || !sharedStateIsPlausible(lastSequence: RecordHeader.heldSequenceLimit) { try rebuild() }
+            if state.needsRepair
+                || !unchangedSinceRelease && !sharedStateIsPlausible(lastSequence: RecordHeader.heldSequenceLimit) { try rebuild() }
         } catch {
-            releaseWriterLock()
+            releaseWriterLockAfterFailure()
             throw error
         }
     }
 
     func releaseWriterLock() {
         allocator.value.noteWriterStateAtRelease()
-        state.endWrites()
-        lrd_writer_unlock(state.writerLockArea, file.descriptor.rawValue)
+        writeCountAtRelease.value = state.endWrites()
+        let area = state.writerLockArea
+        if lrd_writer_unlock_fast(area) == 0 { lrd_writer_unlock(area, file.descriptor.rawValue) }
+    }
+
+    /// Releases the writer lock after a hold that failed: the next hold checks the shared state
+    /// again, whatever the write count says.
+    @inline(never)
+    func releaseWriterLockAfterFailure() {
+        releaseWriterLock()
+        writeCountAtRelease.value = 1
     }
 
     /// Rebuilds the ring and the index from the records (Recovery/Rebuilder.swift). Under the

@@ -130,18 +130,22 @@ struct SharedState {
 
     /// Opens a hold of the writer lock: the count turns odd before the first change is stored.
     /// One left odd by a writer that died takes the next odd value, as the index epoch does.
-    @inline(__always)
-    func beginWrites() {
+    /// Returns the count it found.
+    @inline(__always) @discardableResult
+    func beginWrites() -> UInt64 {
         let count = lrd_load_relaxed_u64(page + Field.writeCount)
         lrd_store_relaxed_u64(page + Field.writeCount, count & 1 == 0 ? count &+ 1 : count &+ 2)
         // The odd value before any change, as a sequence lock's writer orders it.
         lrd_fence_release()
+        return count
     }
 
-    /// Ends a hold: the next even value, after every change (release).
-    @inline(__always)
-    func endWrites() {
-        lrd_store_release_u64(page + Field.writeCount, (lrd_load_relaxed_u64(page + Field.writeCount) | 1) &+ 1)
+    /// Ends a hold: the next even value, after every change (release). Returns it.
+    @inline(__always) @discardableResult
+    func endWrites() -> UInt64 {
+        let count = (lrd_load_relaxed_u64(page + Field.writeCount) | 1) &+ 1
+        lrd_store_release_u64(page + Field.writeCount, count)
+        return count
     }
 
     /// The words FORMAT.md 3.2 checks, each loaded once: a check of these values holds for them

@@ -146,12 +146,15 @@ struct HashTable {
     /// hostile file's slots that the entry count does not account for.
     func insert(_ slot: UInt64) -> Int? {
         var index = home(ofTag: HashTable.tag(of: slot))
-        for _ in 0..<slotCount {
+        // A counted loop rather than a range: no range checks and iterator on the write path.
+        var remaining = slotCount
+        while remaining > 0 {
             if self[index] == HashTable.empty {
                 self[index] = slot
                 return index & mask
             }
             index &+= 1
+            remaining &-= 1
         }
         return nil
     }
@@ -161,8 +164,10 @@ struct HashTable {
     func removeShifting(at index: Int) {
         var hole = index & mask
         var probe = hole
-        for _ in 0..<slotCount {
-            probe = (probe + 1) & mask
+        var remaining = slotCount
+        while remaining > 0 {
+            remaining &-= 1
+            probe = (probe &+ 1) & mask
             let slot = self[probe]
             if slot == HashTable.empty { break }
             let home = home(ofTag: HashTable.tag(of: slot))
