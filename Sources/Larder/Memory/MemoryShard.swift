@@ -18,9 +18,12 @@ struct MemoryHit {
 /// The index is an open-addressing table of node positions, probed by the key's XXH64 (which
 /// the caller computed once): a lookup hashes nothing and allocates nothing.
 ///
-/// Invariant: every field is read and written under `lock` (which also holds the shard's hit and
-/// miss counters). The lock is what keeps accesses apart, so the runtime's exclusivity checks are
-/// off for the two fields a hit touches.
+/// Invariant: every field is written only under `lock` while readers are held off
+/// (`ShardLock.excludingReaders`), and read either so or under `lock` alone, or by a reader
+/// counted in `MemoryReaders` while no writer holds readers off. A reader writes one thing: a
+/// node's visited flag, by an atomic store of its byte. Those rules keep accesses apart, so the
+/// runtime's exclusivity checks are off for the two fields a hit reads. No reader retains
+/// `nodes`: its buffer stays unique, so a reader's mutable borrow of it neither copies nor writes.
 final class MemoryShard: @unchecked Sendable {
     /// 120 bytes: the small fields first fill the word the key's length leaves.
     struct Node {
@@ -63,23 +66,30 @@ final class MemoryShard: @unchecked Sendable {
     private(set) var cost = 0
     var count: Int { index.count }
 
-    var hits: UInt64 { lock.hits }
     var misses: UInt64 { lock.misses }
 
-    /// Under `lock`: the object of the key `bytes` (whose XXH64 is `hash`) if a conversion of
-    /// kind `kind` kept it, marked visited, where it came from and its last lasting check.
+    /// The visited flag's place in a node (a stored constant: a static one costs a `swift_once`).
+    private let visitedOffset = MemoryLayout<Node>.offset(of: \Node.visited)!
+
+    /// As a reader (or under `lock`): the object of the key `bytes` (whose XXH64 is `hash`) if a
+    /// conversion of kind `kind` kept it, marked visited, where it came from and its last lasting
+    /// check.
     @inline(__always)
     func find(_ bytes: UnsafeRawBufferPointer, hash: UInt64, kind: MemoryKind) -> MemoryHit? {
+        // Mutably borrowed, as a shared borrow here retains the buffer (a write to a line every
+        // reader of the shard shares).
         nodes.withUnsafeMutableBufferPointer { nodes -> MemoryHit? in
-            guard let position = index.find(bytes, hash: hash, in: UnsafeBufferPointer(nodes)),
-                  nodes[position].kind == kind, let object = nodes[position].object else { return nil }
+            guard let position = index.find(bytes, hash: hash, in: UnsafeBufferPointer(nodes)), nodes[position].kind == kind,
+                  let object = nodes[position].object else { return nil }
             // Written only when it changes: a hit on a visited object leaves its line clean.
-            if !nodes[position].visited { nodes[position].visited = true }
+            // Atomic, as other readers may store the same byte.
+            let visited = UnsafeMutableRawPointer(nodes.baseAddress.unsafelyUnwrapped + position) + visitedOffset
+            if lrd_load_relaxed_u8(visited) == 0 { lrd_store_relaxed_u8(visited, 1) }
             return MemoryHit(object: object, origin: nodes[position].origin, check: nodes[position].check)
         }
     }
 
-    /// Under `lock`: keeps `check` for the key `bytes`'s object while it still has `origin`.
+    /// Holding readers off: keeps `check` for the key `bytes`'s object while it still has `origin`.
     func noteCheck(_ check: MemoryCheck, forKey bytes: UnsafeRawBufferPointer, hash: UInt64, origin: MemoryOrigin) {
         nodes.withUnsafeMutableBufferPointer { nodes in
             guard let position = index.find(bytes, hash: hash, in: UnsafeBufferPointer(nodes)),
@@ -95,7 +105,7 @@ final class MemoryShard: @unchecked Sendable {
         }
     }
 
-    /// Under `lock`: `object` for `key`, newest, replacing any other; returns the cost added
+    /// Holding readers off: `object` for `key`, newest, replacing any other; returns the cost added
     /// (negative when the object replaced cost more).
     func insert(_ key: MemoryKey, object: MemoryObject, kind: MemoryKind, origin: MemoryOrigin, cost objectCost: Int) -> Int {
         var added = objectCost
@@ -120,7 +130,7 @@ final class MemoryShard: @unchecked Sendable {
         return added
     }
 
-    /// Under `lock`: removes `key`'s object (only when it has `origin`, if given); returns its cost.
+    /// Holding readers off: removes `key`'s object (only when it has `origin`, if given); returns its cost.
     @discardableResult
     func remove(_ key: MemoryKey, ifOrigin origin: MemoryOrigin? = nil) -> Int? {
         guard let position = position(of: key), origin == nil || nodes[position].origin == origin else { return nil }
@@ -130,7 +140,7 @@ final class MemoryShard: @unchecked Sendable {
         return removed
     }
 
-    /// Under `lock`: evicts one object by SIEVE; returns its cost, nil when the shard is empty.
+    /// Holding readers off: evicts one object by SIEVE; returns its cost, nil when the shard is empty.
     func evictOne() -> Int? {
         guard oldest >= 0 else { return nil }
         var position = hand >= 0 ? hand : oldest
@@ -142,13 +152,13 @@ final class MemoryShard: @unchecked Sendable {
         return remove(nodes[position].key)
     }
 
-    /// Under `lock`: drops the objects whose keys `predicate` picks; returns their cost.
+    /// Holding readers off: drops the objects whose keys `predicate` picks; returns their cost.
     func removeAll(where predicate: (Data) -> Bool) -> Int {
         let picked = nodes.filter { $0.object != nil && predicate($0.key.bytes) }.map(\.key)
         return picked.reduce(0) { sum, key in sum + (remove(key) ?? 0) }
     }
 
-    /// Under `lock`: drops every object.
+    /// Holding readers off: drops every object.
     func removeAll() {
         index = MemoryIndex()
         nodes.removeAll()
