@@ -150,7 +150,7 @@ extension Cache {
         // Inlined, so that a hit is a copy of the value specialized for its type.
         let kind = MemoryKind(Value.self, coderType: coder.map { ObjectIdentifier(Swift.type(of: $0)) } ?? defaultCoderType)
         if Cache.placement(placement, of: Value.self) != .fileOnly,
-           let value = key.withCacheKeyBytes({ rememberedObject(forKey: $0, kind: kind) })?.value(as: Value.self) {
+           let value = key.withCacheKeyBytes({ rememberedObject(forKey: $0, kind: kind)?.value(as: Value.self) }) {
             return value
         }
         return try decodedValue(type, forKey: key, coder: coder, placement: placement)

@@ -56,6 +56,7 @@ final class MemoryReaders: @unchecked Sendable {
     }
 
     /// Counts this thread out, with a hit if `hit`. What it read comes before (release).
+    /// `MemoryLease` adds the same after a hit, inlined in the caller's module.
     @inline(__always)
     func leave(_ word: UnsafeMutableRawPointer, hit: Bool) {
         lrd_fetch_add_release_u64(word, (hit ? MemoryReaders.hit : 0) &- MemoryReaders.reader)

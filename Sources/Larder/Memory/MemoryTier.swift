@@ -55,8 +55,10 @@ final class MemoryTier: @unchecked Sendable {
     private func shard(of key: MemoryKey) -> (MemoryShard, Int) { shard(of: key.hash) }
 
     /// The object of the key `bytes` (XXH64 `hash`) if a conversion of kind `kind` kept it, and
-    /// where it came from. It takes no lock. A hit is counted: a caller that then finds the origin
-    /// is no longer the file's takes it back (`retractHit`) and counts a miss.
+    /// where it came from. It takes no lock. On a hit the thread is still counted in as a reader
+    /// of the shard, which keeps the object: the caller ends the read with `leave(_:)` or a
+    /// `MemoryLease`, and meanwhile takes no lock and waits for nothing. A caller that then
+    /// finds the origin is no longer the file's takes the hit back (`retractHit`).
     @inline(__always)
     func object(forKey bytes: UnsafeRawBufferPointer, hash: UInt64, kind: MemoryKind) -> MemoryHit? {
         let index = Int(truncatingIfNeeded: hash) & (unretainedShards.count - 1)
@@ -65,8 +67,8 @@ final class MemoryTier: @unchecked Sendable {
             while true {
                 readers.enter(word)
                 if !shard.lock.isExcludingReaders {
-                    let found = shard.find(bytes, hash: hash, kind: kind)
-                    readers.leave(word, hit: found != nil)
+                    let found = shard.find(bytes, hash: hash, kind: kind, readerWord: word)
+                    if found == nil { readers.leave(word, hit: false) }
                     return found
                 }
                 readers.leave(word, hit: false)
@@ -75,11 +77,22 @@ final class MemoryTier: @unchecked Sendable {
         }
     }
 
+    /// Ends the read of a hit (`object(forKey:hash:kind:)`), counting the hit.
+    @inline(__always)
+    func leave(_ hit: MemoryHit) {
+        readers.leave(hit.readerWord, hit: true)
+    }
+
     /// Runs `body` with the shard at `index` locked and its readers held off.
     @inline(__always)
     private func writing<R>(shard index: Int, _ body: (MemoryShard) throws -> R) rethrows -> R {
         let shard = shards[index]
-        return try shard.lock.withLock { try shard.lock.excludingReaders(readers, shard: index) { try body(shard) } }
+        return try shard.lock.withLock {
+            try shard.lock.excludingReaders(readers, shard: index) {
+                defer { shard.publishNodes() }
+                return try body(shard)
+            }
+        }
     }
 
     /// Keeps `check` for the key `bytes` (XXH64 `hash`) while its object still has `origin`.
