@@ -43,10 +43,15 @@ extension Cache {
     @inlinable
     public func value<Conversion: CacheConversion>(forKey key: some CacheKey, using conversion: Conversion,
                                                    placement: Placement = .memoryAndFile) throws(LarderError) -> Conversion.Value? {
-        // Inlined, so that a hit is a copy of the value specialized for its type.
+        // Inlined, so that a hit is a copy of the value specialized for its type. `self` is
+        // borrowed (the caller holds it through the call): a retain would write the handle's
+        // first line, which every thread reading through the handle shares.
+        let handle = Unmanaged.passUnretained(self)
         let kind = MemoryKind(Conversion.self)
         if placement != .fileOnly,
-           let value = key.withCacheKeyBytes({ rememberedObject(forKey: $0, kind: kind)?.value(as: Conversion.Value.self) }) {
+           let value = key.withCacheKeyBytes({ bytes in
+               handle._withUnsafeGuaranteedRef { $0.rememberedObject(forKey: bytes, kind: kind)?.value(as: Conversion.Value.self) }
+           }) {
             return value
         }
         return try convertedValue(forKey: key, using: conversion, placement: placement)
@@ -195,8 +200,11 @@ extension Cache {
     /// kept. `kind` names the conversion (objects kept by another are not returned).
     func rememberedValue<Value>(forKey key: some CacheKey, kind: MemoryKind, placement: Placement,
                                 decode: (Data) throws -> Value, cost: (Value, Int?) throws -> Int) throws -> Value? {
+        let handle = Unmanaged.passUnretained(self)
         if placement != .fileOnly,
-           let value = key.withCacheKeyBytes({ rememberedObject(forKey: $0, kind: kind)?.value(as: Value.self) }) {
+           let value = key.withCacheKeyBytes({ bytes in
+               handle._withUnsafeGuaranteedRef { $0.rememberedObject(forKey: bytes, kind: kind)?.value(as: Value.self) }
+           }) {
             return value
         }
         return try missedValue(forKey: key, kind: kind, placement: placement, decode: decode, cost: cost)
