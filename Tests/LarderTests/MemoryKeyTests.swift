@@ -35,7 +35,11 @@ struct MemoryKeyTests {
         }
         for (value, bytes) in keys.enumerated() {
             let found = bytes.withUnsafeBytes { tier.object(forKey: $0, hash: 42, kind: kind) }
-            #expect(found?.object.value(as: Int.self) == value)
+            let read = found.map { hit in
+                defer { tier.leave(hit) }
+                return hit.object._withUnsafeGuaranteedRef { $0.value(as: Int.self) }
+            }
+            #expect(read == value)
         }
     }
 }

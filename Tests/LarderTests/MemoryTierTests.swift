@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Larder
 
@@ -290,6 +291,43 @@ struct MemoryTierTests {
 }
 
 extension MemoryTierTests {
+    /// Hits take no lock: readers of a shard go on while other threads replace, evict, trim and
+    /// empty it. Every read returns its own key's whole value or nothing, and every read is
+    /// counted once, as a hit or a miss.
+    @Test(.failsIfItHangs) func hitsWhileOthersInsertAndEvictReturnTheirOwnValues() async throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path(), options: .init(memory: MemoryLimits(count: 32)))
+        let conversion = BitmapConversion(fixedCost: 1)
+        let bitmap = { @Sendable (key: Int, round: Int) in Bitmap(pixels: [UInt8(key)] + [UInt8](repeating: UInt8(truncatingIfNeeded: round), count: 8 + key)) }
+        for key in 0..<48 { try cache.set(bitmap(key, 0), forKey: "b\(key)", using: conversion, placement: .memoryOnly) }
+        let found = Mutex<(reads: Int, hits: Int)>((0, 0))
+        try await onOwnThread {
+            runOnThreads(4) { thread in
+                var (reads, hits) = (0, 0)
+                for round in 0..<20_000 {
+                    let key = (round &* 7 &+ thread &* 13) % 48
+                    if thread == 0 {
+                        if round % 1_000 == 999 { cache.emptyMemory() } else if round % 100 == 99 { try! cache.trimMemory(toBytes: 8) }
+                        try! cache.set(bitmap(key, round), forKey: "b\(key)", using: conversion, placement: .memoryOnly)
+                        continue
+                    }
+                    reads += 1
+                    guard let value = try! cache.value(forKey: "b\(key)", using: conversion, placement: .memoryOnly) else { continue }
+                    hits += 1
+                    let pixels = value.pixels
+                    precondition(pixels.count == 9 + key && pixels[0] == UInt8(key), "read another key's value")
+                    precondition(pixels.dropFirst().allSatisfy { $0 == pixels[1] }, "read a value part old, part new")
+                }
+                found.withLock { $0 = ($0.reads + reads, $0.hits + hits) }
+            }
+        }
+        let (reads, hits) = found.withLock { $0 }
+        #expect(hits > 0)
+        #expect(cache.stats.memoryHits == UInt64(hits))
+        #expect(cache.stats.memoryHits + cache.stats.memoryMisses == UInt64(reads))
+        #expect(cache.memoryUsage.count <= 32)
+    }
+
     /// Raw bytes read or written as typed values stay out of memory (their "decoding" is a copy),
     /// unless a call asks for memory only.
     @Test func rawBytesAreNotKeptInMemoryBesideTheFile() async throws {

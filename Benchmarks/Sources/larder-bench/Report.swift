@@ -443,7 +443,9 @@ struct Report {
             64 MiB, holds a tenth of the 64 KiB values, and every timed read is checked to hit); *typed view* is the same \
             read through a `TypedCache`; *tier miss* has a \
             tier of one object, so that nearly every read checks, misses, reads and decodes; NSCache and a \
-            Dictionary behind a mutex (`NSLock`) hold the same objects and check nothing. Every way hands the caller \
+            Dictionary behind a mutex (`NSLock`) hold the same objects and check nothing; *Dictionary, no lock* \
+            reads that Dictionary with no synchronisation at all (it never changes): how far a read that merely \
+            returns the value scales on this machine. Every way hands the caller \
             the value (a copy of the struct, a reference to the object). The ways run in short alternating \
             rounds (each way on 1 thread, then on 2, in an order that turns each round); reads per second are \
             medians of the rounds, summed over the threads; the ratios are the memory tier's, medians of the \
@@ -462,7 +464,10 @@ struct Report {
         }
         out.append(Self.table(["value", "keys", "threads"] + TypedBench.ways + ["tier / decode", "tier / NSCache", "tier / Dictionary"], rows))
         let scaling = typed.filter { $0.threads == 2 }.compactMap { two -> String? in
-            if let scaling = two.tierScaling { return "\(two.value), \(two.distribution): \(String(format: "%.2fx", scaling))" }
+            if let scaling = two.tierScaling {
+                let ceiling = two.ceilingScaling.map { String(format: " (Dictionary, no lock: %.2fx)", $0) } ?? ""
+                return "\(two.value), \(two.distribution): \(String(format: "%.2fx", scaling))\(ceiling)"
+            }
             guard let one = typed.first(where: { $0.value == two.value && $0.distribution == two.distribution && $0.threads == 1 }),
                   let a = one.readsPerSecond["memory tier"], let b = two.readsPerSecond["memory tier"], a > 0 else { return nil }
             return "\(two.value), \(two.distribution): \(String(format: "%.2fx", b / a))"

@@ -172,6 +172,18 @@ static inline void lrd_store_seq_cst_u64(void *p, uint64_t v) {
 static inline uint64_t lrd_load_seq_cst_u64(const void *p) {
     return __atomic_load_n((const uint64_t *)p, __ATOMIC_SEQ_CST);
 }
+static inline uint64_t lrd_fetch_add_seq_cst_u64(void *p, uint64_t v) {
+    return __atomic_fetch_add((uint64_t *)p, v, __ATOMIC_SEQ_CST);
+}
+static inline uint64_t lrd_fetch_add_release_u64(void *p, uint64_t v) {
+    return __atomic_fetch_add((uint64_t *)p, v, __ATOMIC_RELEASE);
+}
+static inline uint8_t lrd_load_relaxed_u8(const void *p) {
+    return __atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED);
+}
+static inline void lrd_store_relaxed_u8(void *p, uint8_t v) {
+    __atomic_store_n((uint8_t *)p, v, __ATOMIC_RELAXED);
+}
 static inline void lrd_fence_seq_cst(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void lrd_fence_acquire(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
 static inline void lrd_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
@@ -285,10 +297,10 @@ static inline void lrd_rwlock_write_unlock(uint64_t *word) {
     __atomic_fetch_and(word, LRD_RWLOCK_READER_WAITING, __ATOMIC_RELEASE);
 }
 
-/* Two words of per-thread state, a load or a store away (Swift has no thread-local storage of its
+/* Three words of per-thread state, a load or a store away (Swift has no thread-local storage of its
  * own; pthread_getspecific and pthread_setspecific are calls of 10 to 25 instructions, on every
  * read and write). Hidden, so that two copies of the library in one process never share them.
- * With glibc, initial-exec: one instruction to reach from libLarderC.so too, at the price of 16
+ * With glibc, initial-exec: one instruction to reach from libLarderC.so too, at the price of 24
  * bytes of the static TLS block, whose surplus (about 1.6 KiB, shared by every library loaded
  * later) glibc keeps for such libraries. musl and Android's bionic refuse initial-exec TLS in a
  * library opened with dlopen, so there (and on Apple platforms) the default model: a call, in a
@@ -305,6 +317,17 @@ static inline void lrd_rwlock_write_unlock(uint64_t *word) {
 extern LRD_THREAD_LOCAL void *lrd_thread_borrowed;
 /* Whether this thread holds an error message for the C API (LastError). */
 extern LRD_THREAD_LOCAL int lrd_thread_has_error_message;
+
+/* This thread's number (lrd_thread_number), or 0 before its first call. */
+extern LRD_THREAD_LOCAL uint32_t lrd_thread_number_value;
+uint32_t lrd_assign_thread_number(void);
+/* A number of this thread's own, never 0, the same on every call: threads are numbered in the
+ * order of their first calls, so that threads started together get neighbouring numbers (which
+ * wrap after 2^32 threads). */
+static inline uint32_t lrd_thread_number(void) {
+    uint32_t number = lrd_thread_number_value;
+    return number != 0 ? number : lrd_assign_thread_number();
+}
 
 static inline void *lrd_borrowed(void) { return lrd_thread_borrowed; }
 static inline void lrd_set_borrowed(void *owner) { lrd_thread_borrowed = owner; }

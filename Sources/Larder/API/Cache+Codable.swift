@@ -147,10 +147,15 @@ extension Cache {
     @inlinable
     public func value<Value: Decodable>(_ type: Value.Type = Value.self, forKey key: some CacheKey,
                                         coder: (any CacheCoder)? = nil, placement: Placement = .memoryAndFile) throws -> Value? {
-        // Inlined, so that a hit is a copy of the value specialized for its type.
+        // Inlined, so that a hit is a copy of the value specialized for its type. `self` is
+        // borrowed (the caller holds it through the call): a retain would write the handle's
+        // first line, which every thread reading through the handle shares.
+        let handle = Unmanaged.passUnretained(self)
         let kind = MemoryKind(Value.self, coderType: coder.map { ObjectIdentifier(Swift.type(of: $0)) } ?? defaultCoderType)
         if Cache.placement(placement, of: Value.self) != .fileOnly,
-           let value = key.withCacheKeyBytes({ rememberedObject(forKey: $0, kind: kind) })?.value(as: Value.self) {
+           let value = key.withCacheKeyBytes({ bytes in
+               handle._withUnsafeGuaranteedRef { $0.rememberedObject(forKey: bytes, kind: kind)?.value(as: Value.self) }
+           }) {
             return value
         }
         return try decodedValue(type, forKey: key, coder: coder, placement: placement)

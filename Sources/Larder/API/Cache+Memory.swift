@@ -43,10 +43,15 @@ extension Cache {
     @inlinable
     public func value<Conversion: CacheConversion>(forKey key: some CacheKey, using conversion: Conversion,
                                                    placement: Placement = .memoryAndFile) throws(LarderError) -> Conversion.Value? {
-        // Inlined, so that a hit is a copy of the value specialized for its type.
+        // Inlined, so that a hit is a copy of the value specialized for its type. `self` is
+        // borrowed (the caller holds it through the call): a retain would write the handle's
+        // first line, which every thread reading through the handle shares.
+        let handle = Unmanaged.passUnretained(self)
         let kind = MemoryKind(Conversion.self)
         if placement != .fileOnly,
-           let value = key.withCacheKeyBytes({ rememberedObject(forKey: $0, kind: kind) })?.value(as: Conversion.Value.self) {
+           let value = key.withCacheKeyBytes({ bytes in
+               handle._withUnsafeGuaranteedRef { $0.rememberedObject(forKey: bytes, kind: kind)?.value(as: Conversion.Value.self) }
+           }) {
             return value
         }
         return try convertedValue(forKey: key, using: conversion, placement: placement)
@@ -115,9 +120,11 @@ extension Cache {
     /// key's entry in the file is still the record it came from (one lookup, no decoding), or
     /// nil. A hit is counted; a miss is left to the caller (which reads the file and counts it).
     ///
-    /// It hashes the key once (for the tier and the file's index) and allocates nothing.
+    /// It hashes the key once (for the tier and the file's index) and allocates nothing. While
+    /// nothing was written, it returns the object borrowed from its shard: the caller copies the
+    /// value out through the lease at once (`MemoryLease.value(as:)`).
     @usableFromInline
-    func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind) -> MemoryObject? {
+    func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind) -> MemoryLease? {
         guard let unretainedMemory, (try? checkOpen()) != nil else { return nil }
         return unretainedMemory._withUnsafeGuaranteedRef { memory in
             storeReference._withUnsafeGuaranteedRef { store in rememberedObject(forKey: bytes, kind: kind, in: memory, store: store) }
@@ -127,18 +134,32 @@ extension Cache {
     /// `rememberedObject(forKey:kind:)` with the tier and the store borrowed.
     @inline(__always)
     private func rememberedObject(forKey bytes: UnsafeRawBufferPointer, kind: MemoryKind, in memory: MemoryTier,
-                                  store: CacheStore) -> MemoryObject? {
+                                  store: CacheStore) -> MemoryLease? {
         let hash = KeyHash(bytes).value
         guard let hit = memory.object(forKey: bytes, hash: hash, kind: kind) else { return nil }
-        guard let identity = hit.origin.record else { return hit.object }
+        guard let identity = hit.origin.record else { return MemoryLease(borrowing: hit.object, readerWord: hit.readerWord) }
         // No writer has changed the file since the last check: only the clock can end the entry.
         let state = store.state
         let last = hit.check
         if last.store == store.serial, last.writeCount == state.writeCount, state.countsWrites,
            last.deadline == .max || SystemCall.nowMilliseconds() < last.deadline {
-            return hit.object
+            return MemoryLease(borrowing: hit.object, readerWord: hit.readerWord)
         }
-        hit.object.prefetch()
+        // The checks below take locks and write to the shard: the object is retained first.
+        let object = hit.object.retain()
+        memory.leave(hit)
+        return checkedObject(object, forKey: bytes, hash: hash, identity: identity, origin: hit.origin, in: memory, store: store)
+    }
+
+    /// The end of `rememberedObject(forKey:kind:)` when a writer changed the file since the last
+    /// check: `object` (retained once, and given back on a miss) while the key's entry is still
+    /// `identity`.
+    @inline(never)
+    private func checkedObject(_ object: Unmanaged<MemoryObject>, forKey bytes: UnsafeRawBufferPointer, hash: UInt64,
+                               identity: RecordIdentity, origin: MemoryOrigin, in memory: MemoryTier,
+                               store: CacheStore) -> MemoryLease? {
+        object._withUnsafeGuaranteedRef { $0.prefetch() }
+        let state = store.state
         let view = store.publishedViewIfCurrent()
         // The record's header and the index slots start loading together.
         if let view, identity.offset < view.limit { lrd_prefetch(view.base + identity.offset) }
@@ -150,17 +171,18 @@ extension Cache {
             lrd_fence_acquire()
             if writeCount & 1 == 0, state.writeCount == writeCount {
                 let check = MemoryCheck(store: store.serial, writeCount: writeCount, deadline: deadline)
-                memory.noteCheck(check, forKey: bytes, hash: hash, origin: hit.origin)
+                memory.noteCheck(check, forKey: bytes, hash: hash, origin: origin)
             }
-            return hit.object
+            return MemoryLease(owning: object)
         }
         let now = liveIdentity(forKey: bytes, hash: hash, in: view, store: store)
         guard now == .entry(identity) else {
+            object.release()
             memory.retractHit(forHash: hash)
-            if now != nil { memory.remove(MemoryKey(bytes, hash: hash), ifOrigin: hit.origin) }
+            if now != nil { memory.remove(MemoryKey(bytes, hash: hash), ifOrigin: origin) }
             return nil
         }
-        return hit.object
+        return MemoryLease(owning: object)
     }
 
     /// The identity of the key `bytes`'s entry (XXH64 `hash`), by a full lookup: through `view`
@@ -178,8 +200,11 @@ extension Cache {
     /// kept. `kind` names the conversion (objects kept by another are not returned).
     func rememberedValue<Value>(forKey key: some CacheKey, kind: MemoryKind, placement: Placement,
                                 decode: (Data) throws -> Value, cost: (Value, Int?) throws -> Int) throws -> Value? {
+        let handle = Unmanaged.passUnretained(self)
         if placement != .fileOnly,
-           let value = key.withCacheKeyBytes({ rememberedObject(forKey: $0, kind: kind) })?.value(as: Value.self) {
+           let value = key.withCacheKeyBytes({ bytes in
+               handle._withUnsafeGuaranteedRef { $0.rememberedObject(forKey: bytes, kind: kind)?.value(as: Value.self) }
+           }) {
             return value
         }
         return try missedValue(forKey: key, kind: kind, placement: placement, decode: decode, cost: cost)

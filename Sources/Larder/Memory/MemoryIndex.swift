@@ -21,7 +21,7 @@ struct MemoryIndex {
 
     /// The position of the node whose key is `bytes` (XXH64 `hash`).
     @inline(__always)
-    func find(_ bytes: UnsafeRawBufferPointer, hash: UInt64, in nodes: UnsafeBufferPointer<MemoryShard.Node>) -> Int? {
+    func find(_ bytes: UnsafeRawBufferPointer, hash: UInt64, in nodes: UnsafePointer<MemoryShard.Node>) -> Int? {
         slots.withUnsafeBufferPointer { slots in
             let mask = slots.count - 1
             var slot = home(hash)
@@ -29,7 +29,7 @@ struct MemoryIndex {
                 let position = Int(slots[slot])
                 if position < 0 { return nil }
                 // Borrowed in place: a copy of the key would retain its storage.
-                let node = nodes.baseAddress.unsafelyUnwrapped + position
+                let node = nodes + position
                 if node.pointee.key.hash == hash && node.pointee.key.matches(bytes) { return position }
                 slot = (slot + 1) & mask
             }

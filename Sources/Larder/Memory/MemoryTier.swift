@@ -6,12 +6,15 @@ import Foundation
 /// The keys are spread over shards by hash, each with its own lock and SIEVE queue
 /// (`MemoryShard`), so that hits of several threads rarely meet on one lock. Both limits hold for
 /// the whole tier, not per shard (keys seldom hash evenly): an insert that goes over one evicts
-/// from its own shard first, then from the others in turn.
+/// from its own shard first, then from the others in turn. A hit takes no lock and writes no
+/// line another thread's hit writes (`MemoryReaders`); writers hold a shard's readers off.
 final class MemoryTier: @unchecked Sendable {
     let limits: MemoryLimits
     private let shards: [MemoryShard]
     /// `shards` again, unretained, so that a hit retains no shard (`shards` keeps them).
     private let unretainedShards: UnsafeMutableBufferPointer<Unmanaged<MemoryShard>>
+    /// Who reads each shard, and the hits.
+    private let readers: MemoryReaders
     /// The cost of every object held, as a wrapping two's-complement sum.
     private let totalCost = AtomicWord()
     /// The number of objects held, kept the same way.
@@ -29,6 +32,7 @@ final class MemoryTier: @unchecked Sendable {
         var count = 1
         while count < 16 && limits.count / (count * 2) >= 64 { count *= 2 }
         shards = (0..<count).map { _ in MemoryShard() }
+        readers = MemoryReaders(shards: count)
         unretainedShards = .allocate(capacity: count)
         _ = unretainedShards.initialize(from: shards.map(Unmanaged.passUnretained))
         #if canImport(Darwin)
@@ -51,16 +55,42 @@ final class MemoryTier: @unchecked Sendable {
     private func shard(of key: MemoryKey) -> (MemoryShard, Int) { shard(of: key.hash) }
 
     /// The object of the key `bytes` (XXH64 `hash`) if a conversion of kind `kind` kept it, and
-    /// where it came from. A hit is counted, under the shard's lock: a caller that then finds the
-    /// origin is no longer the file's takes it back (`retractHit`) and counts a miss.
+    /// where it came from. It takes no lock. On a hit the thread is still counted in as a reader
+    /// of the shard, which keeps the object: the caller ends the read with `leave(_:)` or a
+    /// `MemoryLease`, and meanwhile takes no lock and waits for nothing. A caller that then
+    /// finds the origin is no longer the file's takes the hit back (`retractHit`).
     @inline(__always)
     func object(forKey bytes: UnsafeRawBufferPointer, hash: UInt64, kind: MemoryKind) -> MemoryHit? {
         let index = Int(truncatingIfNeeded: hash) & (unretainedShards.count - 1)
+        let word = readers.word(forShard: index)
         return unretainedShards[index]._withUnsafeGuaranteedRef { shard in
-            shard.lock.withLock {
-                let found = shard.find(bytes, hash: hash, kind: kind)
-                if found != nil { shard.lock.countHit() }
-                return found
+            while true {
+                readers.enter(word)
+                if !shard.lock.isExcludingReaders {
+                    let found = shard.find(bytes, hash: hash, kind: kind, readerWord: word)
+                    if found == nil { readers.leave(word, hit: false) }
+                    return found
+                }
+                readers.leave(word, hit: false)
+                shard.lock.waitWhileExcludingReaders()
+            }
+        }
+    }
+
+    /// Ends the read of a hit (`object(forKey:hash:kind:)`), counting the hit.
+    @inline(__always)
+    func leave(_ hit: MemoryHit) {
+        readers.leave(hit.readerWord, hit: true)
+    }
+
+    /// Runs `body` with the shard at `index` locked and its readers held off.
+    @inline(__always)
+    private func writing<R>(shard index: Int, _ body: (MemoryShard) throws -> R) rethrows -> R {
+        let shard = shards[index]
+        return try shard.lock.withLock {
+            try shard.lock.excludingReaders(readers, shard: index) {
+                defer { shard.publishNodes() }
+                return try body(shard)
             }
         }
     }
@@ -68,15 +98,12 @@ final class MemoryTier: @unchecked Sendable {
     /// Keeps `check` for the key `bytes` (XXH64 `hash`) while its object still has `origin`.
     func noteCheck(_ check: MemoryCheck, forKey bytes: UnsafeRawBufferPointer, hash: UInt64, origin: MemoryOrigin) {
         let index = Int(truncatingIfNeeded: hash) & (unretainedShards.count - 1)
-        unretainedShards[index]._withUnsafeGuaranteedRef { shard in
-            shard.lock.withLock { shard.noteCheck(check, forKey: bytes, hash: hash, origin: origin) }
-        }
+        writing(shard: index) { shard in shard.noteCheck(check, forKey: bytes, hash: hash, origin: origin) }
     }
 
     /// Takes back the hit `object(forKey:hash:kind:)` counted for a key of `hash`.
     func retractHit(forHash hash: UInt64) {
-        let shard = shard(of: hash).0
-        shard.lock.withLock { shard.lock.countHit(by: -1) }
+        readers.retractHit(readers.word(forShard: shard(of: hash).1))
     }
 
     func countMiss(forKey key: MemoryKey) { shard(of: key).0.lock.countMiss() }
@@ -89,12 +116,12 @@ final class MemoryTier: @unchecked Sendable {
     }
 
     private func insert(_ object: MemoryObject, forKey key: MemoryKey, kind: MemoryKind, origin: MemoryOrigin, cost: Int) {
-        let (shard, index) = shard(of: key)
+        let index = shard(of: key).1
         guard cost <= limits.cost.bytes else {
             remove(key)
             return
         }
-        let (addedCost, addedCount) = shard.lock.withLock { () -> (Int, Int) in
+        let (addedCost, addedCount) = writing(shard: index) { shard -> (Int, Int) in
             let before = shard.count
             return (shard.insert(key, object: object, kind: kind, origin: origin, cost: cost), shard.count - before)
         }
@@ -107,8 +134,7 @@ final class MemoryTier: @unchecked Sendable {
     /// Drops the object of `key`; with `origin`, only if it still has that origin (a newer one
     /// kept meanwhile stays).
     func remove(_ key: MemoryKey, ifOrigin origin: MemoryOrigin? = nil) {
-        let (shard, _) = shard(of: key)
-        if let removed = shard.lock.withLock({ shard.remove(key, ifOrigin: origin) }) { add(cost: -removed, count: -1) }
+        if let removed = writing(shard: shard(of: key).1, { $0.remove(key, ifOrigin: origin) }) { add(cost: -removed, count: -1) }
     }
 
     /// Evicts objects, by SIEVE in each shard and the shards in turn, until their cost is at most
@@ -123,8 +149,7 @@ final class MemoryTier: @unchecked Sendable {
         var emptyInARow = 0
         var index = first
         while (currentCost > target || currentCount > targetCount) && emptyInARow < shards.count {
-            let shard = shards[index]
-            if let evicted = shard.lock.withLock({ shard.evictOne() }) {
+            if let evicted = writing(shard: index, { $0.evictOne() }) {
                 add(cost: -evicted, count: -1)
                 emptyInARow = 0
             } else {
@@ -136,8 +161,8 @@ final class MemoryTier: @unchecked Sendable {
 
     /// Drops every object.
     func removeAll() {
-        for shard in shards {
-            let removed = shard.lock.withLock { () -> (cost: Int, count: Int) in
+        for index in shards.indices {
+            let removed = writing(shard: index) { shard -> (cost: Int, count: Int) in
                 defer { shard.removeAll() }
                 return (shard.cost, shard.count)
             }
@@ -147,8 +172,8 @@ final class MemoryTier: @unchecked Sendable {
 
     /// Drops the objects whose keys `predicate` picks.
     func removeAll(where predicate: (Data) -> Bool) {
-        for shard in shards {
-            let removed = shard.lock.withLock { () -> (cost: Int, count: Int) in
+        for index in shards.indices {
+            let removed = writing(shard: index) { shard -> (cost: Int, count: Int) in
                 let before = shard.count
                 return (shard.removeAll(where: predicate), before - shard.count)
             }
@@ -168,7 +193,7 @@ final class MemoryTier: @unchecked Sendable {
     var currentCost: Int { Int(truncatingIfNeeded: lrd_load_relaxed_u64(totalCost.pointer)) }
     private var currentCount: Int { Int(truncatingIfNeeded: lrd_load_relaxed_u64(totalCount.pointer)) }
     var count: Int { shards.reduce(0) { sum, shard in sum + shard.lock.withLock { shard.count } } }
-    var hits: UInt64 { shards.reduce(0) { $0 &+ $1.hits } }
+    var hits: UInt64 { readers.hits }
     var misses: UInt64 { shards.reduce(0) { $0 &+ $1.misses } }
 
     private func add(cost: Int, count: Int) {
