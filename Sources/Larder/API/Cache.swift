@@ -409,17 +409,12 @@ public final class Cache: @unchecked Sendable {
         return try copyValueCarefully(forKeyBytes: key, into: buffer)
     }
 
-    /// The usual read of the C ABI's `larder_get`, in one attempt that makes no error: the
-    /// value's length when it was copied whole into `buffer` and checked, `LRD_VIEW_ABSENT` for
-    /// a miss (both counted), anything else below 0 for `copyValue(forKeyBytes:into:)` to read
-    /// again from the start. A call with no frame of its own: `lrd_view_copy` is its tail.
-    /// Pointers and counts, not buffers: a buffer crosses the call as its start and end.
-    package func attemptCopyValue(key: UnsafeRawPointer, count keyLength: Int, into buffer: UnsafeMutableRawPointer?,
-                                  capacity: Int) -> Int {
-        guard !isClosed, keyLength > 0, keyLength <= CacheStore.maximumKeyLength else { return Int(LRD_VIEW_UNSETTLED) }
-        return storeReference._withUnsafeGuaranteedRef {
-            Int($0.publishedView.copyValue(key: key, count: keyLength, into: buffer, capacity: capacity))
-        }
+    /// The read view the C ABI's `larder_get` reads through in one C call (`lrd_view_get`), or
+    /// nil for a closed handle or a key of other than 1 to `CacheStore.maximumKeyLength` bytes.
+    /// Valid while the handle is open (its store outlives it).
+    package func readView(forKeyLength keyLength: Int) -> UnsafePointer<lrd_read_view>? {
+        guard !isClosed, keyLength > 0, keyLength <= CacheStore.maximumKeyLength else { return nil }
+        return storeReference._withUnsafeGuaranteedRef { $0.publishedView.readView }
     }
 
     /// `copyValue(forKeyBytes:into:)` for every case: a closed handle, an invalid key, a view to
