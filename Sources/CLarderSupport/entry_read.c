@@ -1,5 +1,6 @@
 #include "CLarderSupport.h"
 #include "crc32c_chain.h"
+#include "../../include/larder.h"
 
 #include <time.h>
 
@@ -293,6 +294,22 @@ static inline __attribute__((always_inline)) int64_t view_copy(
     return (int64_t)found.raw_length;
 }
 
+/* larder_get's answer from view_copy's: the fallback, as the call's last step, for whatever the
+ * view did not settle, so that the caller keeps none of its arguments past the read. */
+static inline __attribute__((always_inline)) int32_t view_get(
+    header_checksum_fn header_checksum, data_checksum_fn data_checksum, const lrd_read_view *view, const void *key,
+    size_t key_length, void *buffer, size_t buffer_length, size_t *value_length, void *handle,
+    lrd_get_fallback fallback) {
+    int64_t answer = view_copy(header_checksum, data_checksum, view, (const uint8_t *)key, key_length,
+                               (uint8_t *)buffer, buffer_length);
+    if (answer >= 0) {
+        *value_length = (size_t)answer;
+        return LARDER_OK;
+    }
+    if (answer == LRD_VIEW_ABSENT) return LARDER_NOT_FOUND;
+    return fallback(handle, key, key_length, buffer, buffer_length, value_length);
+}
+
 #if defined(HARDWARE)
 /* The value's checksum and copy as a call of its own: its loop then keeps its pointers and count
  * in registers, where inline it shared them with what the read keeps for its re-check. */
@@ -307,6 +324,13 @@ HARDWARE static int64_t view_copy_hardware(const lrd_read_view *view, const void
     return view_copy(header_checksum_hardware, data_checksum_call, view, (const uint8_t *)key, key_length,
                      (uint8_t *)destination, capacity);
 }
+
+HARDWARE static int32_t view_get_hardware(const lrd_read_view *view, const void *key, size_t key_length, void *buffer,
+                                          size_t buffer_length, size_t *value_length, void *handle,
+                                          lrd_get_fallback fallback) {
+    return view_get(header_checksum_hardware, data_checksum_call, view, key, key_length, buffer, buffer_length,
+                    value_length, handle, fallback);
+}
 #endif
 
 int64_t lrd_view_copy(const lrd_read_view *view, const void *key, size_t key_length, void *destination,
@@ -316,4 +340,14 @@ int64_t lrd_view_copy(const lrd_read_view *view, const void *key, size_t key_len
 #endif
     return view_copy(header_checksum_any, data_checksum_any, view, (const uint8_t *)key, key_length,
                      (uint8_t *)destination, capacity);
+}
+
+int32_t lrd_view_get(const lrd_read_view *view, const void *key, size_t key_length, void *buffer,
+                     size_t buffer_length, size_t *value_length, void *handle, lrd_get_fallback fallback) {
+#if defined(HARDWARE)
+    if (lrd_crc32c_hardware_present)
+        return view_get_hardware(view, key, key_length, buffer, buffer_length, value_length, handle, fallback);
+#endif
+    return view_get(header_checksum_any, data_checksum_any, view, key, key_length, buffer, buffer_length,
+                    value_length, handle, fallback);
 }

@@ -135,20 +135,26 @@ private func put(in cache: Cache, _ key: UnsafeRawPointer?, _ keyLength: Int, _ 
 public func larderGet(_ db: UnsafeMutablePointer<larder>?, _ key: UnsafeRawPointer?, _ keyLength: size_t,
                       _ buffer: UnsafeMutableRawPointer?, _ bufferLength: size_t,
                       _ valueLength: UnsafeMutablePointer<size_t>?) -> Int32 {
-    // The usual hit and miss first, in one attempt without `withCache`'s closure and error path:
-    // a thread with no message to clear, a handle, and arguments `Arguments.read` takes. A value
-    // copied fits its buffer. Anything else starts over below, where nothing was counted.
-    if lrd_has_error_message() == 0, let db, let valueLength, let key, keyLength > 0, buffer != nil || bufferLength == 0 {
-        let answer = Unmanaged<Cache>.fromOpaque(UnsafeRawPointer(db))._withUnsafeGuaranteedRef { cache in
-            cache.attemptCopyValue(key: key, count: keyLength, into: buffer, capacity: bufferLength < 0 ? Int.max : bufferLength)
+    // The usual hit and miss first, in one C call without `withCache`'s closure and error path:
+    // a thread with no message to clear, an open handle, and arguments `Arguments.read` takes.
+    // What that call does not settle it passes to `larderGetCarefully`, where nothing was counted.
+    if lrd_has_error_message() == 0, let db, let valueLength, let key, buffer != nil || bufferLength == 0,
+       let view = Unmanaged<Cache>.fromOpaque(UnsafeRawPointer(db))._withUnsafeGuaranteedRef({
+           $0.readView(forKeyLength: keyLength)
+       }) {
+        return lrd_view_get(view, key, keyLength, buffer, bufferLength, valueLength, UnsafeMutableRawPointer(db)) {
+            larderGetCarefully($0, $1, $2, $3, $4, $5)
         }
-        if answer >= 0 {
-            valueLength.pointee = answer
-            return Status.ok
-        }
-        if answer == Int(LRD_VIEW_ABSENT) { return Status.notFound }
     }
-    return withCache(db) { cache in
+    return larderGetCarefully(UnsafeMutableRawPointer(db), key, keyLength, buffer, bufferLength, valueLength)
+}
+
+/// larder_get for every case: a NULL or closed handle, invalid arguments, a view to refresh,
+/// and what the store's careful read handles.
+private func larderGetCarefully(_ db: UnsafeMutableRawPointer?, _ key: UnsafeRawPointer?, _ keyLength: size_t,
+                                _ buffer: UnsafeMutableRawPointer?, _ bufferLength: size_t,
+                                _ valueLength: UnsafeMutablePointer<size_t>?) -> Int32 {
+    withCache(db?.assumingMemoryBound(to: larder.self)) { cache in
         guard let valueLength else { throw StatusError.invalid("value_len is NULL") }
         return try copyValue(in: cache, key, keyLength, buffer, bufferLength, valueLength)
     }

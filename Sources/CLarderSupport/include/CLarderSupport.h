@@ -109,6 +109,18 @@ enum {
 int64_t lrd_view_copy(const lrd_read_view *view, const void *key, size_t key_length, void *destination,
                       size_t capacity);
 
+/* What lrd_view_get calls for a read its view did not settle: the careful read of the same
+ * arguments, with the `handle` lrd_view_get was given. Returns a LARDER_ status. */
+typedef int32_t (*lrd_get_fallback)(void *handle, const void *key, size_t key_length, void *buffer,
+                                    size_t buffer_length, size_t *value_length);
+
+/* larder_get's usual path in one call: lrd_view_copy of `key` (1 to 4096 bytes) into `buffer`.
+ * A hit stores the value's length in `*value_length` and returns LARDER_OK; a miss returns
+ * LARDER_NOT_FOUND (both counted). Anything else returns `fallback`'s answer to the same
+ * arguments, called last, when nothing was counted. */
+int32_t lrd_view_get(const lrd_read_view *view, const void *key, size_t key_length, void *buffer,
+                     size_t buffer_length, size_t *value_length, void *handle, lrd_get_fallback fallback);
+
 /* What lrd_entry_write stores: the key (NULL when it is in place already) and its length, the
  * value, the header's lengths word (stored length in bits 0-31, raw length in bits 32-63), its
  * sequence number and its times (ms since the Unix epoch). */

@@ -75,6 +75,7 @@ extension Cache {
         entry = reopened
         lockReference = .passUnretained(reopened.lock)
         storeReference = .passUnretained(reopened.store)
+        readViewReference = reopened.store.publishedView.readView
         // Again: a read that raced the suspension may have kept an object of the old file.
         memory?.removeAll()
         watchTally.countIn(reopened.store)

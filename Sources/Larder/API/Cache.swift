@@ -121,6 +121,9 @@ public final class Cache: @unchecked Sendable {
     /// cost a retain and a release around every opaque call.
     @exclusivity(unchecked) var lockReference: Unmanaged<ReadWriteLock>
     @exclusivity(unchecked) var storeReference: Unmanaged<CacheStore>
+    /// The store's `PublishedView.readView`, set with `storeReference`: `larder_get` loads it
+    /// with no load of the store between.
+    @exclusivity(unchecked) @usableFromInline var readViewReference: UnsafePointer<lrd_read_view>
     /// The entry's lock and engine, for the calls off the hot paths.
     var lock: ReadWriteLock { lockReference.takeUnretainedValue() }
     var store: CacheStore { storeReference.takeUnretainedValue() }
@@ -134,10 +137,10 @@ public final class Cache: @unchecked Sendable {
     /// The fork count (`lrd_fork_generation`) at open; `.max` once closed, `suspendedGeneration`
     /// while suspended. A forked child sees another count, so the handle is closed there too.
     /// Set under the exclusive lock, read without it: one compare a call.
-    let openGeneration = AtomicWord()
+    @usableFromInline let openGeneration = AtomicWord()
     static let suspendedGeneration = UInt64.max - 1
     /// Whether the handle may not reach its store: closed, suspended, or in a child after fork.
-    var isClosed: Bool { openGeneration.load() != lrd_fork_generation() }
+    @inlinable var isClosed: Bool { openGeneration.load() != lrd_fork_generation() }
     /// Serializes `suspend()`, `resume()` and `close()` with each other.
     let lifeCycle = NSLock()
     /// The entry a `resume()` replaced, kept until the next one: a read that began before
@@ -170,6 +173,7 @@ public final class Cache: @unchecked Sendable {
         entry = try OpenFileRegistry.shared.open(path: path, configuration: Cache.configuration(options, limits: limits))
         lockReference = .passUnretained(entry.lock)
         storeReference = .passUnretained(entry.store)
+        readViewReference = entry.store.publishedView.readView
         openGeneration.store(entry.store.forkGeneration)
         do {
             try FileAttributes.apply(options, to: path, created: !existed)
@@ -409,17 +413,13 @@ public final class Cache: @unchecked Sendable {
         return try copyValueCarefully(forKeyBytes: key, into: buffer)
     }
 
-    /// The usual read of the C ABI's `larder_get`, in one attempt that makes no error: the
-    /// value's length when it was copied whole into `buffer` and checked, `LRD_VIEW_ABSENT` for
-    /// a miss (both counted), anything else below 0 for `copyValue(forKeyBytes:into:)` to read
-    /// again from the start. A call with no frame of its own: `lrd_view_copy` is its tail.
-    /// Pointers and counts, not buffers: a buffer crosses the call as its start and end.
-    package func attemptCopyValue(key: UnsafeRawPointer, count keyLength: Int, into buffer: UnsafeMutableRawPointer?,
-                                  capacity: Int) -> Int {
-        guard !isClosed, keyLength > 0, keyLength <= CacheStore.maximumKeyLength else { return Int(LRD_VIEW_UNSETTLED) }
-        return storeReference._withUnsafeGuaranteedRef {
-            Int($0.publishedView.copyValue(key: key, count: keyLength, into: buffer, capacity: capacity))
-        }
+    /// The read view the C ABI's `larder_get` reads through in one C call (`lrd_view_get`), or
+    /// nil for a closed handle or a key of other than 1 to `Cache.maximumKeyLength` bytes.
+    /// Valid while the handle is open (its store outlives it).
+    /// Inlinable, so that `larder_get` makes no call before `lrd_view_get`.
+    @inlinable @inline(__always) package func readView(forKeyLength keyLength: Int) -> UnsafePointer<lrd_read_view>? {
+        guard !isClosed, keyLength > 0, keyLength <= Cache.maximumKeyLength else { return nil }
+        return readViewReference
     }
 
     /// `copyValue(forKeyBytes:into:)` for every case: a closed handle, an invalid key, a view to

@@ -2,8 +2,9 @@ import CLarderSupport
 
 /// One 64-bit word of process memory that threads share without a lock, at a fixed address (the
 /// C primitives that work on it need one; a Swift stored property has none).
+@usableFromInline
 final class AtomicWord: @unchecked Sendable {
-    let pointer: UnsafeMutablePointer<UInt64>
+    @usableFromInline let pointer: UnsafeMutablePointer<UInt64>
 
     init() {
         pointer = .allocate(capacity: 1)
@@ -14,7 +15,7 @@ final class AtomicWord: @unchecked Sendable {
         pointer.deallocate()
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     func load() -> UInt64 { lrd_load_acquire_u64(pointer) }
 
     func store(_ value: UInt64) { lrd_store_release_u64(pointer, value) }

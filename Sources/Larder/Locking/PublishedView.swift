@@ -10,7 +10,8 @@ import CLarderSupport
 /// writer by taking that lock for the refresh.
 ///
 /// The words sit at the start of an `lrd_read_view`, with what the usual read checks and counts
-/// besides, so that `lrd_view_copy` answers it in one C call (`copyValue`).
+/// besides, so that `lrd_view_copy` answers it in one C call (`copyValue`), and `lrd_view_get`
+/// through `readView`.
 ///
 /// Invariant: the words are written only under the exclusive in-process lock; the sequence is odd
 /// while they are being written. Every word is accessed atomically, so no read is a data race.
@@ -64,12 +65,8 @@ final class PublishedView: @unchecked Sendable {
         lrd_view_copy(reader, key.baseAddress, key.count, buffer.baseAddress, buffer.count)
     }
 
-    /// `copyValue(forKey:into:)` for `keyLength` bytes at `key` and `capacity` at `buffer`.
-    @inline(__always)
-    func copyValue(key: UnsafeRawPointer, count keyLength: Int, into buffer: UnsafeMutableRawPointer?,
-                   capacity: Int) -> Int64 {
-        lrd_view_copy(reader, key, keyLength, buffer, capacity)
-    }
+    /// What `lrd_view_get` reads through: valid for this object's life.
+    var readView: UnsafePointer<lrd_read_view> { UnsafePointer(reader) }
 
     /// Writer, under the exclusive in-process lock: makes `view` the one readers take.
     func publish(_ view: ReadView) {
