@@ -705,18 +705,25 @@ final class CacheStore {
     }
 
     func releaseWriterLock() {
-        allocator.value.noteWriterStateAtRelease()
-        writeCountAtRelease.value = state.endWrites()
-        let area = state.writerLockArea
-        if lrd_writer_unlock_fast(area) == 0 { lrd_writer_unlock(area, file.descriptor.rawValue) }
+        releaseWriterLock(afterFailure: false)
     }
 
     /// Releases the writer lock after a hold that failed: the next hold checks the shared state
     /// again, whatever the write count says.
     @inline(never)
     func releaseWriterLockAfterFailure() {
-        releaseWriterLock()
-        writeCountAtRelease.value = 1
+        releaseWriterLock(afterFailure: true)
+    }
+
+    /// The release itself. The count the next hold compares with is kept before the unlock, so
+    /// that no other holder can come between them.
+    @inline(__always)
+    private func releaseWriterLock(afterFailure failed: Bool) {
+        allocator.value.noteWriterStateAtRelease()
+        let count = state.endWrites()
+        writeCountAtRelease.value = failed ? 1 : count
+        let area = state.writerLockArea
+        if lrd_writer_unlock_fast(area) == 0 { lrd_writer_unlock(area, file.descriptor.rawValue) }
     }
 
     /// Rebuilds the ring and the index from the records (Recovery/Rebuilder.swift). Under the
