@@ -671,7 +671,7 @@ final class CacheStore {
         try checkWritable()
         let area = state.writerLockArea
         let rc = lrd_writer_lock_fast(area) != 0 ? Int32(LRD_LOCK_ACQUIRED) : lrd_writer_lock(area, file.descriptor.rawValue)
-        if rc < 0 { throw SystemCall.error("take the writer lock", errno: -rc).at(path) }
+        guard rc >= 0 else { return try writerLockFailed(rc) }
         // Odd until the release: readers' remembered checks (FORMAT.md 7.7.8) stop holding.
         let countAtLock = state.beginWrites()
         // Unmoved since this store's own release: no writer of any process has changed the
@@ -680,6 +680,20 @@ final class CacheStore {
         // Before anything here can fail: giving the lock back records the state as this process
         // leaves it, other processes' changes included.
         allocator.value.forgetDeadRoomIfOthersWrote()
+        // The usual hold has nothing more to do; the rest is out of line, so that this function
+        // keeps a small frame.
+        if rc == LRD_LOCK_ACQUIRED && unchangedSinceRelease && !state.isClean && !state.needsRepair && viewIsCurrent {
+            return
+        }
+        try settleWriterLock(rc: rc, unchangedSinceRelease: unchangedSinceRelease)
+    }
+
+    /// What taking the writer lock does beyond the usual hold: a dead holder's repair, the first
+    /// change since a clean close, other processes' changes, the check of the shared state. On
+    /// failure the lock is given back.
+    @inline(never)
+    private func settleWriterLock(rc: Int32, unchangedSinceRelease: Bool) throws(LarderError) {
+        let area = state.writerLockArea
         do throws(LarderError) {
             if rc == LRD_LOCK_OWNER_DIED {
                 // Remember the repair in the file until it is done, whatever happens to this process,
@@ -702,6 +716,12 @@ final class CacheStore {
             releaseWriterLockAfterFailure()
             throw error
         }
+    }
+
+    /// The writer lock could not be taken (`rc`, a negative errno): not held.
+    @inline(never)
+    private func writerLockFailed(_ rc: Int32) throws(LarderError) {
+        throw SystemCall.error("take the writer lock", errno: -rc).at(path)
     }
 
     func releaseWriterLock() {
