@@ -1,16 +1,19 @@
 import Foundation
 
-/// Reads of several stores in alternating rounds in one process: each store filled once, then
-/// round after round of random reads, every store in turn (in another order each round). A slow
-/// moment of the machine then lands on one short round of every store, and ratios taken within
-/// a round hold where whole runs drift.
-///   larder-bench alternate PEERS VALUE_SIZE KEYS ROUNDS SECONDS DIRECTORY
+/// One workload of several stores in alternating rounds in one process: each store filled once,
+/// then round after round of the workload (random reads unless WORKLOAD names another), every
+/// store in turn (in another order each round). A slow moment of the machine then lands on one
+/// short round of every store, and ratios taken within a round hold where whole runs drift.
+/// `delete` removes every key in a round, timed, and stores them again after it, untimed.
+///   larder-bench alternate PEERS VALUE_SIZE KEYS ROUNDS SECONDS DIRECTORY [WORKLOAD]
 ///   e.g. larder-bench alternate memhash,larder-c,slim-record 100 200000 15 0.3 /tmp/alternate
+///        larder-bench alternate memhash,larder-c,tkrzw 100 200000 15 0.3 /tmp/alternate ycsb-a
 enum Alternate {
     static func run(_ arguments: [String]) throws {
-        guard arguments.count == 6, let size = Int(arguments[1]), let keys = Int(arguments[2]),
-              let rounds = Int(arguments[3]), let seconds = Double(arguments[4]) else {
-            throw BenchFailure("alternate PEERS VALUE_SIZE KEYS ROUNDS SECONDS DIRECTORY")
+        guard arguments.count == 6 || arguments.count == 7, let size = Int(arguments[1]), let keys = Int(arguments[2]),
+              let rounds = Int(arguments[3]), let seconds = Double(arguments[4]),
+              let workload = arguments.count == 7 ? Workload(rawValue: arguments[6]) : .read, workload != .fill else {
+            throw BenchFailure("alternate PEERS VALUE_SIZE KEYS ROUNDS SECONDS DIRECTORY [read|zipf|miss|ycsb-a|ycsb-b|delete]")
         }
         let peers = try arguments[0].split(separator: ",").map {
             guard let peer = PeerKind(rawValue: String($0)) else { throw BenchFailure("unknown peer \($0)") }
@@ -19,7 +22,7 @@ enum Alternate {
         let data = Dataset(keyCount: 2 * keys, valueLength: size)
         let sizing = StoreSizing(keys: keys, dataBytes: data.dataBytes(count: keys))
         let fill = Workload.fill.operations(keys: keys, count: keys, seed: Suite.seed)
-        let reads = Workload.read.operations(keys: keys, count: 2_000_000, seed: Suite.seed)
+        let ops = workload.operations(keys: keys, count: 2_000_000, seed: Suite.seed)
         let meter = Meter(valueLength: size)
         var stores: [Store] = []
         for peer in peers {
@@ -34,12 +37,17 @@ enum Alternate {
         for round in 0..<rounds {
             for turn in 0..<peers.count {
                 let index = (turn + round) % peers.count
-                let stats = meter.measure(stores[index], data, reads, maxSeconds: seconds)
-                guard stats.errors == 0, stats.notFound == 0 else { throw BenchFailure("\(peers[index].rawValue): reads failed") }
+                let stats = meter.measure(stores[index], data, ops, maxSeconds: workload == .delete ? 0 : seconds)
+                guard stats.errors == 0, !workload.expectsHits || stats.notFound == 0 else {
+                    throw BenchFailure("\(peers[index].rawValue): \(workload.title) failed")
+                }
                 rates[index].append(stats.opsPerSecond)
+                if workload == .delete, meter.measure(stores[index], data, fill, maxSeconds: 0).errors != 0 {
+                    throw BenchFailure("\(peers[index].rawValue): the refill failed")
+                }
             }
         }
-        print("random reads, \(size)-byte values, \(keys) keys, \(rounds) rounds of \(seconds) s, one process")
+        print("\(workload.title), \(size)-byte values, \(keys) keys, \(rounds) rounds of \(seconds) s, one process")
         for (index, peer) in peers.enumerated() {
             let ratios = zip(rates[index], rates[0]).map { $0 / $1 }
             let name = peer.rawValue.padding(toLength: 14, withPad: " ", startingAt: 0)
