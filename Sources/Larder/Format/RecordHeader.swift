@@ -303,6 +303,40 @@ struct RecordHeader: Equatable {
         return header
     }
 
+    /// Writer: the header of the live entry at `record` (`offset` in the map), whose first word,
+    /// `word` as stored, passed `Word0.isLiveEntry` for `keyLength`; nil unless the rest of `read`'s
+    /// checks hold and its number is at least `firstValidSequence`. Built from the words as
+    /// checked, without decoding what the first word's check fixed (kind, state, key length).
+    ///
+    /// `offset` is at most `limit - size`.
+    @inline(__always)
+    static func liveEntry(at record: UnsafeRawPointer, offset: Int, word: UInt64, keyLength: Int, limit: Int,
+                          seed: UInt32, firstValidSequence: UInt64, valueFollows: Bool) -> RecordHeader? {
+        let lengthsWord = lrd_load_relaxed_u64(record + 8)
+        let lengths = UInt64(littleEndian: lengthsWord)
+        let storedLength = Int(UInt32(truncatingIfNeeded: lengths)), rawLength = Int(lengths >> 32)
+        if valueFollows { lrd_prefetch_following(record, UInt64(size &+ keyLength &+ storedLength)) }
+        var image = (word, lengthsWord, lrd_load_relaxed_u64(record + 16),
+                     lrd_load_relaxed_u64(record + 24), lrd_load_relaxed_u64(record + 32), lrd_load_relaxed_u64(record + 40))
+        lrd_fence_acquire()
+        let checksums = UInt64(littleEndian: image.5)
+        guard UInt32(truncatingIfNeeded: checksums >> 32)
+                == withUnsafeBytes(of: &image, { lrd_crc32c_record_header(seed, $0.baseAddress) }) else { return nil }
+        let first = UInt64(littleEndian: word)
+        let flags = UInt8(truncatingIfNeeded: first >> 24)
+        let sequence = UInt64(littleEndian: image.2)
+        guard keyLength > 0, offset &+ entrySize(keyLength: keyLength, storedLength: storedLength) <= limit,
+              sequence < sequenceLimit, sequence >= firstValidSequence,
+              flags & compressedFlag != 0 ? LZ4Codec.mayDecompress(storedLength, to: rawLength) : rawLength == storedLength
+        else { return nil }
+        return RecordHeader(
+            kind: .entry, flags: flags, isLive: true,
+            slideCount: UInt8(truncatingIfNeeded: first >> Word0.slideShift) & maximumSlideCount,
+            keyLength: keyLength, storedLength: storedLength, rawLength: rawLength, sequence: sequence,
+            expiresAt: UInt64(littleEndian: image.3), storedAt: UInt64(littleEndian: image.4),
+            dataChecksum: UInt32(truncatingIfNeeded: checksums))
+    }
+
     /// Whether the key and value bytes of the entry at `offset` match `dataChecksum`.
     func dataIsIntact(in file: MappedFile, at offset: Int, seed: UInt32) -> Bool {
         dataIsIntact(record: file.bytes(at: offset, count: totalSize).baseAddress!, seed: seed)

@@ -62,6 +62,24 @@ struct ReadView {
         return nil
     }
 
+    /// Writer: the live entry of `key` at `offset`, whose slot is `slotIndex` of the active
+    /// table, or nil for anything else. For the holder of the writer lock, under which no record
+    /// changes but for its access byte: the first word and the key bytes (inside `limit`) are
+    /// compared before the header is checked whole (`RecordHeader.liveEntry`), and without a call.
+    @inline(__always)
+    func writerEntry(of key: UnsafeRawBufferPointer, at offset: Int, slotIndex: Int, valueFollows: Bool) -> FoundEntry? {
+        // `offset` is a slot's: a multiple of 16, at least 0.
+        guard offset >= ringStart, offset <= limit &- (RecordHeader.size &+ key.count) else { return nil }
+        let record = base + offset
+        let word = lrd_load_acquire_u64(record)
+        guard RecordHeader.Word0.isLiveEntry(word, keyLength: key.count),
+              UnsafeRawBufferPointer(start: record + RecordHeader.size, count: key.count).sameBytes(as: key),
+              let header = RecordHeader.liveEntry(at: record, offset: offset, word: word, keyLength: key.count, limit: limit,
+                                                  seed: seed, firstValidSequence: firstValidSequence, valueFollows: valueFollows)
+        else { return nil }
+        return FoundEntry(offset: offset, header: header, inDraining: false, slotIndex: slotIndex)
+    }
+
     /// What `copyEntry` found: the record's offset, and what `lrd_entry_copy` made of it.
     struct EntryCopy {
         let offset: Int
