@@ -74,10 +74,10 @@ struct ReadView {
         let word = lrd_load_acquire_u64(record)
         guard RecordHeader.Word0.isLiveEntry(word, keyLength: key.count),
               UnsafeRawBufferPointer(start: record + RecordHeader.size, count: key.count).sameBytes(as: key),
-              let header = RecordHeader.liveEntry(at: record, offset: offset, word: word, keyLength: key.count, limit: limit,
-                                                  seed: seed, firstValidSequence: firstValidSequence, valueFollows: valueFollows)
+              let words = RecordHeader.liveEntry(at: record, offset: offset, word: word, keyLength: key.count, limit: limit,
+                                                 seed: seed, firstValidSequence: firstValidSequence, valueFollows: valueFollows)
         else { return nil }
-        return FoundEntry(offset: offset, header: header, inDraining: false, slotIndex: slotIndex)
+        return FoundEntry(offset: offset, words: words, inDraining: false, slotIndex: slotIndex)
     }
 
     /// What `copyEntry` found: the record's offset, and what `lrd_entry_copy` made of it.
@@ -266,9 +266,27 @@ struct ReadView {
 
 /// A live entry a lookup found.
 struct FoundEntry {
+    /// Where its record is: a header that lies in the map, as the lookup checked.
     let offset: Int
-    let header: RecordHeader
+    /// Its header as checked, decoded where used.
+    let words: RecordHeader.EntryWords
     /// Whether its slot is in the draining table.
     let inDraining: Bool
     let slotIndex: Int
+
+    @inline(__always)
+    init(offset: Int, words: RecordHeader.EntryWords, inDraining: Bool, slotIndex: Int) {
+        self.offset = offset
+        self.words = words
+        self.inDraining = inDraining
+        self.slotIndex = slotIndex
+    }
+
+    init(offset: Int, header: RecordHeader, inDraining: Bool, slotIndex: Int) {
+        self.init(offset: offset, words: RecordHeader.EntryWords(header), inDraining: inDraining, slotIndex: slotIndex)
+    }
+
+    var header: RecordHeader {
+        @inline(__always) get { words.header }
+    }
 }
