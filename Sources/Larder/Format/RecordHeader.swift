@@ -234,8 +234,8 @@ struct RecordHeader: Equatable {
     /// decoded from what was loaded: a writer of another process reusing the place meanwhile can
     /// make the checksum fail, never yield a header mixing two records.
     static func read(from file: MappedFile, at offset: Int, limit: Int, seed: UInt32) -> RecordHeader? {
-        let mapped = file.bytes(at: 0, count: max(0, min(limit, file.size)))
-        return read(from: mapped.baseAddress!, at: offset, limit: mapped.count, seed: seed)
+        // `[0, file.size)` is mapped at `viewBase`; `read` checks the record against the limit.
+        read(from: file.viewBase, at: offset, limit: min(limit, file.size), seed: seed)
     }
 
     /// `read(from:at:limit:seed:)` for a caller that knows `[0, limit)` of the map at `base` to

@@ -77,17 +77,18 @@ struct HashTable {
     /// empty slot. Looks at each slot at most once.
     @inline(__always)
     func find(tag: UInt32, where matches: (_ offset: Int) -> Bool) -> Int? {
+        // Each slot once, from the home on: no range and iterator, and one compare a slot for
+        // the end. Indices are masked here, so slots are reached directly.
+        let mask = slotCount &- 1
         var index = home(ofTag: tag)
-        // A counted loop rather than a range: no range check and iterator on every lookup.
-        var remaining = slotCount
-        while remaining > 0 {
-            let slot = self[index]
+        let end = index &+ slotCount
+        while index != end {
+            let slot = lrd_load_acquire_u64(slots + (index & mask))
             if slot == HashTable.empty { return nil }
             if HashTable.isEntry(slot), HashTable.tag(of: slot) == tag, matches(HashTable.offset(of: slot)) {
-                return index & (slotCount &- 1)
+                return index & mask
             }
             index &+= 1
-            remaining &-= 1
         }
         return nil
     }
