@@ -62,4 +62,22 @@ struct SharedTagTests {
         #expect(try buffer.withUnsafeMutableBytes { try cache.copyValue(forKey: keys[1], into: $0) } == 100)
         #expect(Array(buffer[0..<100]) == pattern(2, count: 100))
     }
+
+    /// A write finds the record of its key behind another of its tag: a put replaces that one
+    /// and a removal takes it alone, whichever comes first in the probe.
+    @Test func writesOfAKeyBehindAnotherOfItsTagTouchItAlone() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(path: directory.path())
+        try cache.set(pattern(1, count: 100), forKey: keys[0])
+        try cache.set(pattern(2, count: 100), forKey: keys[1])
+        try cache.set(pattern(3, count: 100), forKey: keys[1])
+        #expect(cache.count == 2)
+        #expect(try cache.bytes(forKey: keys[0]) == pattern(1, count: 100))
+        #expect(try cache.bytes(forKey: keys[1]) == pattern(3, count: 100))
+        #expect(try cache.removeValue(forKey: keys[1]))
+        #expect(try !cache.removeValue(forKey: keys[1]))
+        #expect(cache.count == 1)
+        #expect(try cache.bytes(forKey: keys[0]) == pattern(1, count: 100))
+        #expect(try cache.bytes(forKey: keys[1]) == nil)
+    }
 }

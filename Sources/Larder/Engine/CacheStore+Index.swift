@@ -4,14 +4,39 @@
 extension CacheStore {
     typealias FoundEntry = Larder.FoundEntry
 
-    /// Reader: finds the live entry for `key` (see `ReadView.lookup`).
+    /// Writer: finds the live entry for `key` (see `ReadView.lookup`).
     func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash) -> FoundEntry? {
-        index.value.lookup(key, hash: hash, in: currentView)
+        lookup(key, hash: hash, valueFollows: false)
     }
 
     /// Writer: `lookup` for a put, which may write its value over the entry found.
     func lookupToReplace(_ key: UnsafeRawBufferPointer, hash: KeyHash) -> FoundEntry? {
-        index.value.lookup(key, hash: hash, in: currentView, valueFollows: true)
+        lookup(key, hash: hash, valueFollows: true)
+    }
+
+    /// Without a migration (the usual case), inline: the first slot of the key's tag in the
+    /// active table, and its record checked (`ReadView.writerEntry`). Only the fields of the view
+    /// the check reads are loaded, after the probe. Anything else (a migration, no entry of the
+    /// key at that slot: a tag shared, a damaged record) goes to `lookup` of the view, which
+    /// checks every candidate, out of line.
+    @inline(__always)
+    private func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, valueFollows: Bool) -> FoundEntry? {
+        let tables = index.value.tables
+        guard tables.draining == nil else { return lookupCarefully(key, hash: hash, valueFollows: valueFollows) }
+        var offset = 0
+        guard let slotIndex = tables.active.find(tag: hash.tag, where: { candidate in
+            offset = candidate
+            return true
+        }) else { return nil }
+        if let found = currentView.writerEntry(of: key, at: offset, slotIndex: slotIndex, valueFollows: valueFollows) {
+            return found
+        }
+        return lookupCarefully(key, hash: hash, valueFollows: valueFollows)
+    }
+
+    @inline(never)
+    private func lookupCarefully(_ key: UnsafeRawBufferPointer, hash: KeyHash, valueFollows: Bool) -> FoundEntry? {
+        index.value.lookup(key, hash: hash, in: currentView, valueFollows: valueFollows)
     }
 
     /// Reader: the header of the live, valid entry at `offset`, or nil for anything else.

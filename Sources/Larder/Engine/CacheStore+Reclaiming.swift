@@ -82,18 +82,24 @@ extension CacheStore {
     /// Removes the entry a lookup just found, whose slot is known: no hashing, no search.
     func removeEntry(_ found: FoundEntry, counter: SharedState.Counter) {
         removeSlot(at: found.slotIndex, inDraining: found.inDraining)
-        retire(at: found.offset, header: found.header, counting: counter)
+        uncount(found.header, counter: counter)
+        // The lookup that found the entry checked that its record lies in the map.
+        RecordHeader.markDead(file.viewBase + found.offset)
     }
 
     /// Marks the entry at `offset`, already out of the index, dead; takes it out of the counts
     /// when it was in the index (`counter` not nil).
     private func retire(at offset: Int, header: RecordHeader, counting counter: SharedState.Counter?) {
-        if let counter {
-            state.entryCount &-= 1
-            removeFromLiveCounts(header)
-            state.add(1, to: counter)
-        }
+        if let counter { uncount(header, counter: counter) }
         RecordHeader.markDead(in: file, at: offset)
+    }
+
+    /// Takes a live entry that leaves the index out of the counts, and counts it under `counter`.
+    @inline(__always)
+    private func uncount(_ header: RecordHeader, counter: SharedState.Counter) {
+        state.entryCount &-= 1
+        removeFromLiveCounts(header)
+        state.add(1, to: counter)
     }
 
     func takeSequence() -> UInt64 {

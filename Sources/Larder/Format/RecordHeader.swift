@@ -234,8 +234,8 @@ struct RecordHeader: Equatable {
     /// decoded from what was loaded: a writer of another process reusing the place meanwhile can
     /// make the checksum fail, never yield a header mixing two records.
     static func read(from file: MappedFile, at offset: Int, limit: Int, seed: UInt32) -> RecordHeader? {
-        let mapped = file.bytes(at: 0, count: max(0, min(limit, file.size)))
-        return read(from: mapped.baseAddress!, at: offset, limit: mapped.count, seed: seed)
+        // `[0, file.size)` is mapped at `viewBase`; `read` checks the record against the limit.
+        read(from: file.viewBase, at: offset, limit: min(limit, file.size), seed: seed)
     }
 
     /// `read(from:at:limit:seed:)` for a caller that knows `[0, limit)` of the map at `base` to
@@ -303,6 +303,78 @@ struct RecordHeader: Equatable {
         return header
     }
 
+    /// The header of a live entry as the words it was checked in, decoded where used (`header`):
+    /// a writer's lookup hands it on, and the delete that reads a few fields pays for no others.
+    struct EntryWords {
+        /// The first word as a number (magic, kind, flags, state, access, key length).
+        let first: UInt64
+        /// The stored length (low half) and the raw length (high half).
+        let lengths: UInt64
+        let sequence: UInt64
+        let expiresAt: UInt64
+        let storedAt: UInt64
+        let dataChecksum: UInt32
+
+        @inline(__always)
+        init(first: UInt64, lengths: UInt64, sequence: UInt64, expiresAt: UInt64, storedAt: UInt64, dataChecksum: UInt32) {
+            self.first = first
+            self.lengths = lengths
+            self.sequence = sequence
+            self.expiresAt = expiresAt
+            self.storedAt = storedAt
+            self.dataChecksum = dataChecksum
+        }
+
+        /// The words of `header`, that of a live entry.
+        init(_ header: RecordHeader) {
+            assert(header.kind == .entry && header.isLive)
+            self.init(first: Word0.compose(kind: .entry, flags: header.flags, keyLength: header.keyLength) | Word0.liveBit
+                          | UInt64(header.slideCount) << Word0.slideShift,
+                      lengths: UInt64(UInt32(truncatingIfNeeded: header.storedLength))
+                          | UInt64(UInt32(truncatingIfNeeded: header.rawLength)) << 32,
+                      sequence: header.sequence, expiresAt: header.expiresAt, storedAt: header.storedAt,
+                      dataChecksum: header.dataChecksum)
+        }
+
+        var header: RecordHeader {
+            @inline(__always) get {
+                RecordHeader(kind: .entry, flags: UInt8(truncatingIfNeeded: first >> 24), isLive: true,
+                             slideCount: UInt8(truncatingIfNeeded: first >> Word0.slideShift) & maximumSlideCount,
+                             keyLength: Int(first >> 48), storedLength: Int(UInt32(truncatingIfNeeded: lengths)),
+                             rawLength: Int(lengths >> 32), sequence: sequence, expiresAt: expiresAt, storedAt: storedAt,
+                             dataChecksum: dataChecksum)
+            }
+        }
+    }
+
+    /// Writer: the header of the live entry at `record` (`offset` in the map), whose first word,
+    /// `word` as stored, passed `Word0.isLiveEntry` for `keyLength`; nil unless the rest of `read`'s
+    /// checks hold and its number is at least `firstValidSequence`.
+    ///
+    /// For the holder of the writer lock: no other writer changes the header meanwhile, and
+    /// readers change only its access byte, which the checksum leaves out. So the checksum is
+    /// computed over the header in the map, and the fields are loaded after it.
+    /// `offset` is at most `limit - size`.
+    @inline(__always)
+    static func liveEntry(at record: UnsafeRawPointer, offset: Int, word: UInt64, keyLength: Int, limit: Int,
+                          seed: UInt32, firstValidSequence: UInt64, valueFollows: Bool) -> EntryWords? {
+        func load(_ field: Int) -> UInt64 { UInt64(littleEndian: lrd_load_relaxed_u64(record + field)) }
+        let lengths = load(Field.storedLength)
+        let storedLength = Int(UInt32(truncatingIfNeeded: lengths)), rawLength = Int(lengths >> 32)
+        if valueFollows { lrd_prefetch_following(record, UInt64(size &+ keyLength &+ storedLength)) }
+        let checksums = load(Field.dataChecksum)
+        guard UInt32(truncatingIfNeeded: checksums >> 32) == lrd_crc32c_record_header(seed, record) else { return nil }
+        let first = UInt64(littleEndian: word)
+        let sequence = load(Field.sequence)
+        guard keyLength > 0, offset &+ entrySize(keyLength: keyLength, storedLength: storedLength) <= limit,
+              sequence < sequenceLimit, sequence >= firstValidSequence,
+              first & (UInt64(compressedFlag) << 24) != 0
+                ? LZ4Codec.mayDecompress(storedLength, to: rawLength) : rawLength == storedLength
+        else { return nil }
+        return EntryWords(first: first, lengths: lengths, sequence: sequence, expiresAt: load(Field.expiresAt),
+                          storedAt: load(Field.storedAt), dataChecksum: UInt32(truncatingIfNeeded: checksums))
+    }
+
     /// Whether the key and value bytes of the entry at `offset` match `dataChecksum`.
     func dataIsIntact(in file: MappedFile, at offset: Int, seed: UInt32) -> Bool {
         dataIsIntact(record: file.bytes(at: offset, count: totalSize).baseAddress!, seed: seed)
@@ -355,6 +427,12 @@ struct RecordHeader: Equatable {
     /// other processes check the state after copying a value.
     static func markDead(in file: MappedFile, at offset: Int) {
         file.fetchAnd64((~(UInt64(0xFF) << Word0.stateShift)).littleEndian, at: offset)
+    }
+
+    /// `markDead(in:at:)` for a record whose header the caller knows to lie in the map.
+    @inline(__always)
+    static func markDead(_ record: UnsafeMutableRawPointer) {
+        _ = lrd_fetch_and_u64(record, (~(UInt64(0xFF) << Word0.stateShift)).littleEndian)
     }
 
     /// Sets the record at `offset` live again. Only for a writer that marked it dead to write

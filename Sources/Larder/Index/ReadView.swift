@@ -62,6 +62,24 @@ struct ReadView {
         return nil
     }
 
+    /// Writer: the live entry of `key` at `offset`, whose slot is `slotIndex` of the active
+    /// table, or nil for anything else. For the holder of the writer lock, under which no record
+    /// changes but for its access byte: the first word and the key bytes (inside `limit`) are
+    /// compared before the header is checked whole (`RecordHeader.liveEntry`), and without a call.
+    @inline(__always)
+    func writerEntry(of key: UnsafeRawBufferPointer, at offset: Int, slotIndex: Int, valueFollows: Bool) -> FoundEntry? {
+        // `offset` is a slot's: a multiple of 16, at least 0.
+        guard offset >= ringStart, offset <= limit &- (RecordHeader.size &+ key.count) else { return nil }
+        let record = base + offset
+        let word = lrd_load_acquire_u64(record)
+        guard RecordHeader.Word0.isLiveEntry(word, keyLength: key.count),
+              UnsafeRawBufferPointer(start: record + RecordHeader.size, count: key.count).sameBytes(as: key),
+              let words = RecordHeader.liveEntry(at: record, offset: offset, word: word, keyLength: key.count, limit: limit,
+                                                 seed: seed, firstValidSequence: firstValidSequence, valueFollows: valueFollows)
+        else { return nil }
+        return FoundEntry(offset: offset, words: words, inDraining: false, slotIndex: slotIndex)
+    }
+
     /// What `copyEntry` found: the record's offset, and what `lrd_entry_copy` made of it.
     struct EntryCopy {
         let offset: Int
@@ -248,9 +266,27 @@ struct ReadView {
 
 /// A live entry a lookup found.
 struct FoundEntry {
+    /// Where its record is: a header that lies in the map, as the lookup checked.
     let offset: Int
-    let header: RecordHeader
+    /// Its header as checked, decoded where used.
+    let words: RecordHeader.EntryWords
     /// Whether its slot is in the draining table.
     let inDraining: Bool
     let slotIndex: Int
+
+    @inline(__always)
+    init(offset: Int, words: RecordHeader.EntryWords, inDraining: Bool, slotIndex: Int) {
+        self.offset = offset
+        self.words = words
+        self.inDraining = inDraining
+        self.slotIndex = slotIndex
+    }
+
+    init(offset: Int, header: RecordHeader, inDraining: Bool, slotIndex: Int) {
+        self.init(offset: offset, words: RecordHeader.EntryWords(header), inDraining: inDraining, slotIndex: slotIndex)
+    }
+
+    var header: RecordHeader {
+        @inline(__always) get { words.header }
+    }
 }
