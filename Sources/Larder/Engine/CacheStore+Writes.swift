@@ -49,12 +49,25 @@ extension CacheStore {
     }
 
     /// `place`, with `isRetry` set for the second placement after a recovery that dropped the
-    /// first.
+    /// first. Most puts need neither room in the index nor compression: one test, inline.
+    @inline(__always)
     private func place(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?,
                        isRetry: Bool) throws(LarderError) {
+        let recoveries = state.counter(.recoveries)
+        if state.entryCount < active.loadLimit && !entry.compressing {
+            try placeRecord(entry, size: size, hash: hash, replacing: replaced, isRetry: isRetry, recoveries: recoveries)
+        } else {
+            try placeAfterPreparing(entry, size: size, hash: hash, replacing: replaced, isRetry: isRetry, recoveries: recoveries)
+        }
+    }
+
+    /// `place` when the index must grow first, or the value is to be compressed (ahead, when a
+    /// room of its compressed size may be listed).
+    @inline(never)
+    private func placeAfterPreparing(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?,
+                                     isRetry: Bool, recoveries: UInt64) throws(LarderError) {
         var entry = entry, size = size
         let key = entry.key, value = entry.value
-        let recoveries = state.counter(.recoveries)
         if state.entryCount >= active.loadLimit {
             try ensureIndexRoom()
             // A new index segment in the ring may now be in the way.
@@ -66,6 +79,15 @@ extension CacheStore {
             entry.compressing = false
             size = RecordHeader.entrySize(keyLength: key.count, storedLength: entry.stored.count)
         }
+        try placeRecord(entry, size: size, hash: hash, replacing: replaced, isRetry: isRetry, recoveries: recoveries)
+    }
+
+    /// The rest of `place`: the room, the record, the index. `recoveries` is the count of
+    /// recoveries when the placement began.
+    @inline(never)
+    private func placeRecord(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?,
+                             isRetry: Bool, recoveries: UInt64) throws(LarderError) {
+        let key = entry.key
         // Below the capacity a large record takes the room of one replaced or removed before it
         // when there is such room; otherwise it goes at the head.
         let deadRoom = allocator.value.takeDeadRoom(for: size)
@@ -142,29 +164,41 @@ extension CacheStore {
     @inline(__always)
     private func writeEntry(_ entry: NewEntry, at offset: Int, within reserved: Int, keyInPlace: Bool = false,
                             inSpan: Bool, visited: Bool = false, room: (offset: Int, size: Int)?) -> (header: RecordHeader, taken: Int) {
+        guard !entry.compressing && !entry.isFromThisMap else {
+            return writeEntryCopying(entry, at: offset, within: reserved, keyInPlace: keyInPlace, inSpan: inSpan,
+                                     visited: visited, room: room)
+        }
+        let key = entry.key, stored = entry.stored
+        let record = file.mutableBytes(at: offset, count: reserved).baseAddress!
+        let flags = entry.flags | (inSpan ? RecordHeader.placedInSpanFlag : 0)
+        // The usual write, in one call: the rest of the room becomes padding first, then the
+        // key, the value and their checksum, and the header last (`lrd_entry_write`).
+        let keyLength = key.count, storedLength = stored.count, rawLength = entry.value.count
+        let totalSize = RecordHeader.entrySize(keyLength: keyLength, storedLength: storedLength)
+        precondition(offset & 7 == 0 && totalSize <= reserved, "bad record placement")
+        let taken = room?.size ?? min(reserved, allocator.value.footprint(ofRecord: totalSize))
+        allocator.value.padRest(of: (room?.offset ?? offset, taken), after: totalSize)
+        let sequence = takeSequence()
+        var fields = lrd_entry_fields(
+            key: keyInPlace ? nil : key.baseAddress, key_length: keyLength, value: stored.baseAddress,
+            lengths: UInt64(UInt32(truncatingIfNeeded: storedLength)) | UInt64(UInt32(truncatingIfNeeded: rawLength)) << 32,
+            sequence: sequence, expires_at: entry.expiresAt, stored_at: entry.storedAt)
+        let dataChecksum = lrd_entry_write(record, seed, UInt32(flags) | (visited ? LRD_ENTRY_VISITED : 0), &fields)
+        let header = RecordHeader(
+            kind: .entry, flags: flags, isLive: true, keyLength: keyLength, storedLength: storedLength,
+            rawLength: rawLength, sequence: sequence, expiresAt: entry.expiresAt,
+            storedAt: entry.storedAt, dataChecksum: dataChecksum)
+        return (header, taken)
+    }
+
+    /// `writeEntry` for a value compressed straight into the record, or bytes that may come out
+    /// of this map: out of line, so that the usual write stays small enough to inline.
+    @inline(never)
+    private func writeEntryCopying(_ entry: NewEntry, at offset: Int, within reserved: Int, keyInPlace: Bool,
+                                   inSpan: Bool, visited: Bool, room: (offset: Int, size: Int)?) -> (header: RecordHeader, taken: Int) {
         let key = entry.key, stored = entry.stored
         let record = file.mutableBytes(at: offset, count: reserved).baseAddress!
         var flags = entry.flags | (inSpan ? RecordHeader.placedInSpanFlag : 0)
-        if !entry.compressing && !entry.isFromThisMap {
-            // The usual write, in one call: the rest of the room becomes padding first, then the
-            // key, the value and their checksum, and the header last (`lrd_entry_write`).
-            let keyLength = key.count, storedLength = stored.count, rawLength = entry.value.count
-            let totalSize = RecordHeader.entrySize(keyLength: keyLength, storedLength: storedLength)
-            precondition(offset & 7 == 0 && totalSize <= reserved, "bad record placement")
-            let taken = room?.size ?? min(reserved, allocator.value.footprint(ofRecord: totalSize))
-            allocator.value.padRest(of: (room?.offset ?? offset, taken), after: totalSize)
-            let sequence = takeSequence()
-            var fields = lrd_entry_fields(
-                key: keyInPlace ? nil : key.baseAddress, key_length: keyLength, value: stored.baseAddress,
-                lengths: UInt64(UInt32(truncatingIfNeeded: storedLength)) | UInt64(UInt32(truncatingIfNeeded: rawLength)) << 32,
-                sequence: sequence, expires_at: entry.expiresAt, stored_at: entry.storedAt)
-            let dataChecksum = lrd_entry_write(record, seed, UInt32(flags) | (visited ? LRD_ENTRY_VISITED : 0), &fields)
-            let header = RecordHeader(
-                kind: .entry, flags: flags, isLive: true, keyLength: keyLength, storedLength: storedLength,
-                rawLength: rawLength, sequence: sequence, expiresAt: entry.expiresAt,
-                storedAt: entry.storedAt, dataChecksum: dataChecksum)
-            return (header, taken)
-        }
         let keyStart = record + RecordHeader.size
         let valueStart = keyStart + key.count
         // Moved as memmove does: the caller's bytes may come out of this very map (lent by
