@@ -142,8 +142,10 @@ struct RingAllocator: ~Copyable {
     /// index segment), no range lent out, and nothing to reclaim first: below the capacity with
     /// the head ahead of the tail, no garbage to reclaim ahead; otherwise a gap that keeps the
     /// slack. Returns the head then, as that loop would; nil otherwise, and the loop decides.
+    /// Mutating only to take the allocator by address: the fields a case reads are loaded then,
+    /// not the whole value first. It changes nothing.
     @inline(__always)
-    func headRoom(for size: Int, alignment: Int) -> Int? {
+    mutating func headRoom(for size: Int, alignment: Int) -> Int? {
         let head = state.head, end = head &+ size
         guard head & (alignment &- 1) == 0 else { return nil }
         let span = state.spanBytes
@@ -215,12 +217,14 @@ struct RingAllocator: ~Copyable {
         @inline(__always) get { garbageOutweighsLiveData(span: state.spanBytes) }
     }
 
-    /// `garbageOutweighsLiveData` with the span's length read already.
+    /// `garbageOutweighsLiveData` with the span's length read already. The islands in the span
+    /// are counted only when all of them might not leave enough garbage.
     @inline(__always)
     func garbageOutweighsLiveData(span: Int) -> Bool {
         let live = state.liveRecordBytes
         let threshold = max(live, reclaimSlack)
-        return span - live >= threshold && garbageBytes >= threshold
+        guard span - live >= threshold else { return false }
+        return span - live - layout.islandBytes >= threshold || garbageBytes >= threshold
     }
 
     /// Whether the head has come round behind the tail: its free run then ends at the tail, and
