@@ -137,6 +137,36 @@ struct RingAllocator: ~Copyable {
         return (limit, obstacle)
     }
 
+    /// The usual placement of `size` bytes, without the general loop (`CacheStore.reserve`):
+    /// the head aligned, `size` bytes free in front of it (up to the tail, the ring's end or an
+    /// index segment), no range lent out, and nothing to reclaim first: below the capacity with
+    /// the head ahead of the tail, no garbage to reclaim ahead; otherwise a gap that keeps the
+    /// slack. Returns the head then, as that loop would; nil otherwise, and the loop decides.
+    /// Mutating only to take the allocator by address: the fields a case reads are loaded then,
+    /// not the whole value first. It changes nothing.
+    @inline(__always)
+    mutating func headRoom(for size: Int, alignment: Int) -> Int? {
+        let head = state.head, end = head &+ size
+        guard head & (alignment &- 1) == 0 else { return nil }
+        let span = state.spanBytes
+        if span > 0 {
+            let tail = state.tail
+            if tail >= head || ringEnd >= capacity {
+                guard end <= (tail >= head ? tail : ringEnd), gapBytes >= size &+ slack(for: size) else { return nil }
+            } else {
+                guard end <= ringEnd, !garbageOutweighsLiveData(span: span) else { return nil }
+            }
+        } else {
+            guard end <= ringEnd else { return nil }
+        }
+        func inTheWay(_ island: (start: Int, end: Int)?) -> Bool {
+            guard let island else { return false }
+            return island.start >= head && island.start < end
+        }
+        guard !inTheWay(activeIsland), !inTheWay(drainingIsland), readers.isEmpty else { return nil }
+        return head
+    }
+
     /// Whether a reader's pin covers one record whole, within the free run that ends at
     /// `limit`: what a pin on a record the tail has passed covers. A reader pins the range the
     /// header it read names, before it checks that the record is still that one; a reader held
@@ -184,11 +214,17 @@ struct RingAllocator: ~Copyable {
     /// before every put below the capacity: the islands in the span are only counted when the
     /// rest of the span would do.
     var garbageOutweighsLiveData: Bool {
-        @inline(__always) get {
-            let live = state.liveRecordBytes
-            let threshold = max(live, reclaimSlack)
-            return state.spanBytes - live >= threshold && garbageBytes >= threshold
-        }
+        @inline(__always) get { garbageOutweighsLiveData(span: state.spanBytes) }
+    }
+
+    /// `garbageOutweighsLiveData` with the span's length read already. The islands in the span
+    /// are counted only when all of them might not leave enough garbage.
+    @inline(__always)
+    func garbageOutweighsLiveData(span: Int) -> Bool {
+        let live = state.liveRecordBytes
+        let threshold = max(live, reclaimSlack)
+        guard span - live >= threshold else { return false }
+        return span - live - layout.islandBytes >= threshold || garbageBytes >= threshold
     }
 
     /// Whether the head has come round behind the tail: its free run then ends at the tail, and

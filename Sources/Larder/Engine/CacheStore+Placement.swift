@@ -18,8 +18,17 @@ extension CacheStore {
     /// ahead of what the head needs, so that a record read since the tail last passed finds room
     /// to be relocated. Below the capacity, once the placement has spent its relocation budget,
     /// the record goes wherever it fits.
+    @inline(__always)
     func reserve(_ size: Int, alignment: Int = FileLayout.recordAlignment) throws(LarderError) -> Int {
         precondition(size > 0 && size % FileLayout.recordAlignment == 0)
+        // Most placements: room free at the head, nothing to reclaim (one look at the state).
+        if let start = allocator.value.headRoom(for: size, alignment: alignment) { return start }
+        return try reserveMakingRoom(size, alignment: alignment)
+    }
+
+    /// The general case of `reserve`: reclaims, jumps, wraps or grows until the room is there.
+    @inline(never)
+    private func reserveMakingRoom(_ size: Int, alignment: Int) throws(LarderError) -> Int {
         var budget = ReclaimBudget(forPlacing: size)
         // The first test of reclaimAhead's loop, inline: most placements reclaim nothing ahead.
         if allocator.value.isBelowCapacity && !allocator.value.headIsBehindTail && state.spanBytes > 0
@@ -122,7 +131,7 @@ extension CacheStore {
         try file.grow(to: target)
         meta.fileSize = target
         // The put that grows the file writes at the head next: warming starts before it does.
-        pageWarmer?.headMoved(to: state.head)
+        pageWarmer?.fileGrew(head: state.head)
         // During recovery, before the index is placed, the meta page is not yet valid; recovery's
         // own final write records the size.
         if meta.activeIndex.exists { try writeMeta() }

@@ -43,12 +43,31 @@ extension CacheStore {
     /// and the free list give room, then points the index at it: the rest of `put`.
     ///
     /// - Parameter replaced: the live entry of the key found before the placement, if any.
-    /// - Parameter isRetry: set for the second placement after a recovery that dropped the first.
+    @inline(__always)
+    private func place(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?) throws(LarderError) {
+        try place(entry, size: size, hash: hash, replacing: replaced, isRetry: false)
+    }
+
+    /// `place`, with `isRetry` set for the second placement after a recovery that dropped the
+    /// first. Most puts need neither room in the index nor compression: one test, inline.
+    @inline(__always)
     private func place(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?,
-                       isRetry: Bool = false) throws(LarderError) {
+                       isRetry: Bool) throws(LarderError) {
+        let recoveries = state.counter(.recoveries)
+        if state.entryCount < active.loadLimit && !entry.compressing {
+            try placeRecord(entry, size: size, hash: hash, replacing: replaced, isRetry: isRetry, recoveries: recoveries)
+        } else {
+            try placeAfterPreparing(entry, size: size, hash: hash, replacing: replaced, isRetry: isRetry, recoveries: recoveries)
+        }
+    }
+
+    /// `place` when the index must grow first, or the value is to be compressed (ahead, when a
+    /// room of its compressed size may be listed).
+    @inline(never)
+    private func placeAfterPreparing(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?,
+                                     isRetry: Bool, recoveries: UInt64) throws(LarderError) {
         var entry = entry, size = size
         let key = entry.key, value = entry.value
-        let recoveries = state.counter(.recoveries)
         if state.entryCount >= active.loadLimit {
             try ensureIndexRoom()
             // A new index segment in the ring may now be in the way.
@@ -60,16 +79,33 @@ extension CacheStore {
             entry.compressing = false
             size = RecordHeader.entrySize(keyLength: key.count, storedLength: entry.stored.count)
         }
+        try placeRecord(entry, size: size, hash: hash, replacing: replaced, isRetry: isRetry, recoveries: recoveries)
+    }
+
+    /// The rest of `place`: the room, the record, the index. `recoveries` is the count of
+    /// recoveries when the placement began.
+    @inline(never)
+    private func placeRecord(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?,
+                             isRetry: Bool, recoveries: UInt64) throws(LarderError) {
+        let key = entry.key
         // Below the capacity a large record takes the room of one replaced or removed before it
         // when there is such room; otherwise it goes at the head.
         let deadRoom = allocator.value.takeDeadRoom(for: size)
         let reserved = deadRoom?.size ?? allocator.value.footprint(ofRecord: size)
         let offset: Int
-        if let deadRoom { offset = deadRoom.offset } else { offset = try reserve(reserved) }
+        if let deadRoom {
+            offset = deadRoom.offset
+        } else if reserved > 0 && reserved % FileLayout.recordAlignment == 0,
+                  let start = allocator.value.headRoom(for: reserved, alignment: FileLayout.recordAlignment) {
+            // `reserve`'s usual case, here: the room free at the head.
+            offset = start
+        } else {
+            offset = try reserve(reserved)
+        }
         // Within what was reserved, even if making room rebuilt the ring and moved the index.
-        let header = writeEntry(entry, at: offset, within: reserved, inSpan: deadRoom != nil, room: deadRoom)
+        let (header, taken) = writeEntry(entry, at: offset, within: reserved, inSpan: deadRoom != nil, room: deadRoom)
         if deadRoom == nil {
-            advanceHead(past: min(reserved, allocator.value.footprint(ofRecord: header.totalSize)))
+            advanceHead(past: taken)
         } else {
             testHooks.recordsPlacedInDeadRoom += 1
         }
@@ -127,34 +163,50 @@ extension CacheStore {
     }
 
     /// Writes `entry` as a live record at `offset`, in at most `reserved` bytes (what was set
-    /// aside for it: LZ4's bound when compressing, or the room it takes), and returns its header.
+    /// aside for it: LZ4's bound when compressing, or the room it takes), and returns its header
+    /// and the bytes it takes (its room, or its footprint within `reserved`).
     /// The key is copied there first unless it is there already (`keyInPlace`). A record placed
     /// `inSpan` (not at the head) is flagged so. `room` is the room the record stands in (nil at
     /// the head: its footprint within `reserved`): the rest of it becomes padding before the
     /// header is written, so that the ring walks from the record to what followed the room.
     @inline(__always)
     private func writeEntry(_ entry: NewEntry, at offset: Int, within reserved: Int, keyInPlace: Bool = false,
-                            inSpan: Bool, visited: Bool = false, room: (offset: Int, size: Int)?) -> RecordHeader {
+                            inSpan: Bool, visited: Bool = false, room: (offset: Int, size: Int)?) -> (header: RecordHeader, taken: Int) {
+        guard !entry.compressing && !entry.isFromThisMap else {
+            return writeEntryCopying(entry, at: offset, within: reserved, keyInPlace: keyInPlace, inSpan: inSpan,
+                                     visited: visited, room: room)
+        }
+        let key = entry.key, stored = entry.stored
+        let record = file.mutableBytes(at: offset, count: reserved).baseAddress!
+        let flags = entry.flags | (inSpan ? RecordHeader.placedInSpanFlag : 0)
+        // The usual write, in one call: the rest of the room becomes padding first, then the
+        // key, the value and their checksum, and the header last (`lrd_entry_write`).
+        let keyLength = key.count, storedLength = stored.count, rawLength = entry.value.count
+        let totalSize = RecordHeader.entrySize(keyLength: keyLength, storedLength: storedLength)
+        precondition(offset & 7 == 0 && totalSize <= reserved, "bad record placement")
+        let taken = room?.size ?? min(reserved, allocator.value.footprint(ofRecord: totalSize))
+        allocator.value.padRest(of: (room?.offset ?? offset, taken), after: totalSize)
+        let sequence = takeSequence()
+        var fields = lrd_entry_fields(
+            key: keyInPlace ? nil : key.baseAddress, key_length: keyLength, value: stored.baseAddress,
+            lengths: UInt64(UInt32(truncatingIfNeeded: storedLength)) | UInt64(UInt32(truncatingIfNeeded: rawLength)) << 32,
+            sequence: sequence, expires_at: entry.expiresAt, stored_at: entry.storedAt)
+        let dataChecksum = lrd_entry_write(record, seed, UInt32(flags) | (visited ? LRD_ENTRY_VISITED : 0), &fields)
+        let header = RecordHeader(
+            kind: .entry, flags: flags, isLive: true, keyLength: keyLength, storedLength: storedLength,
+            rawLength: rawLength, sequence: sequence, expiresAt: entry.expiresAt,
+            storedAt: entry.storedAt, dataChecksum: dataChecksum)
+        return (header, taken)
+    }
+
+    /// `writeEntry` for a value compressed straight into the record, or bytes that may come out
+    /// of this map: out of line, so that the usual write stays small enough to inline.
+    @inline(never)
+    private func writeEntryCopying(_ entry: NewEntry, at offset: Int, within reserved: Int, keyInPlace: Bool,
+                                   inSpan: Bool, visited: Bool, room: (offset: Int, size: Int)?) -> (header: RecordHeader, taken: Int) {
         let key = entry.key, stored = entry.stored
         let record = file.mutableBytes(at: offset, count: reserved).baseAddress!
         var flags = entry.flags | (inSpan ? RecordHeader.placedInSpanFlag : 0)
-        if !entry.compressing && !entry.isFromThisMap {
-            // The usual write, in one call: the rest of the room becomes padding first, then the
-            // key, the value and their checksum, and the header last (`lrd_entry_write`).
-            let totalSize = RecordHeader.entrySize(keyLength: key.count, storedLength: stored.count)
-            precondition(offset & 7 == 0 && totalSize <= reserved, "bad record placement")
-            allocator.value.padRest(of: room ?? (offset, min(reserved, allocator.value.footprint(ofRecord: totalSize))), after: totalSize)
-            let sequence = takeSequence()
-            var fields = lrd_entry_fields(
-                key: keyInPlace ? nil : key.baseAddress, key_length: key.count, value: stored.baseAddress,
-                lengths: UInt64(UInt32(truncatingIfNeeded: stored.count)) | UInt64(UInt32(truncatingIfNeeded: entry.value.count)) << 32,
-                sequence: sequence, expires_at: entry.expiresAt, stored_at: entry.storedAt)
-            let dataChecksum = lrd_entry_write(record, seed, UInt32(flags) | (visited ? LRD_ENTRY_VISITED : 0), &fields)
-            return RecordHeader(
-                kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: stored.count,
-                rawLength: entry.value.count, sequence: sequence, expiresAt: entry.expiresAt,
-                storedAt: entry.storedAt, dataChecksum: dataChecksum)
-        }
         let keyStart = record + RecordHeader.size
         let valueStart = keyStart + key.count
         // Moved as memmove does: the caller's bytes may come out of this very map (lent by
@@ -179,9 +231,10 @@ extension CacheStore {
             kind: .entry, flags: flags, isLive: true, keyLength: key.count, storedLength: storedLength,
             rawLength: entry.value.count, sequence: takeSequence(), expiresAt: entry.expiresAt,
             storedAt: entry.storedAt, dataChecksum: dataChecksum)
-        allocator.value.padRest(of: room ?? (offset, min(reserved, allocator.value.footprint(ofRecord: header.totalSize))), after: header.totalSize)
+        let used = room ?? (offset, min(reserved, allocator.value.footprint(ofRecord: header.totalSize)))
+        allocator.value.padRest(of: used, after: header.totalSize)
         header.write(to: file, at: offset, seed: seed, visited: visited)
-        return header
+        return (header, used.size)
     }
 
     /// Adds a new live record to the counts.
@@ -239,10 +292,9 @@ extension CacheStore {
             endIndexChange()
             return false
         }
-        let header = writeEntry(entry, at: old.offset, within: room.size, keyInPlace: true, inSpan: true, visited: true, room: room)
+        let header = writeEntry(entry, at: old.offset, within: room.size, keyInPlace: true, inSpan: true, visited: true, room: room).header
         endIndexChange()
-        removeFromLiveCounts(old.header)
-        addToLiveCounts(header)
+        state.replaceInLiveCounts(old.header, with: header)
         state.add(1, to: .updates)
         return true
     }

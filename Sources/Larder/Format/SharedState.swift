@@ -216,6 +216,14 @@ struct SharedState {
         liveRecordBytes &-= header.totalSize
     }
 
+    /// Puts the record `new` in the counts in place of `old`: one change of each count.
+    @inline(__always)
+    func replaceInLiveCounts(_ old: RecordHeader, with new: RecordHeader) {
+        liveRawBytes &+= new.rawLength &- old.rawLength
+        liveStoredBytes &+= new.storedLength &- old.storedLength
+        liveRecordBytes &+= new.totalSize &- old.totalSize
+    }
+
     func counter(_ counter: Counter) -> UInt64 { word(counter.offset) }
     func add(_ amount: UInt64, to counter: Counter) { setWord(counter.offset, word(counter.offset) &+ amount) }
 }

@@ -39,8 +39,9 @@ struct HashTable {
     }
 
     /// The number of keys a table of `slotCount` slots may hold before it must grow: three
-    /// quarters of them, in integers (checked on every write).
-    static func loadLimit(slotCount: Int) -> Int { slotCount - slotCount / 4 }
+    /// quarters of them, in integers (checked on every write). A shift, as counts are positive.
+    @inline(__always)
+    static func loadLimit(slotCount: Int) -> Int { slotCount &- slotCount &>> 2 }
 
     var loadLimit: Int { HashTable.loadLimit(slotCount: slotCount) }
 

@@ -29,11 +29,18 @@ final class PageWarmer {
     private let schedule: (Range<Int>) -> Void
     /// Offsets below this were mapped already, warmed, or are not fresh.
     private(set) var warmedUpTo: Int
+    /// Where the head makes the warmer look at the file next: half a window before `warmedUpTo`,
+    /// or, once a look found no fresh pages, `lookStep` past the head then.
+    private var nextLook: Int
+    /// How far the head moves between looks at a file that had no fresh pages: each look calls
+    /// `fileSize`. Pages another process adds are warmed at most this late.
+    static let lookStep = 64 << 10
 
     /// A warmer that calls `schedule` with the byte ranges to warm (tests record them).
     init(fileSize: @escaping () -> Int, schedule: @escaping (Range<Int>) -> Void) {
         self.fileSize = fileSize
         self.warmedUpTo = fileSize()
+        self.nextLook = warmedUpTo &- PageWarmer.window / 2 &+ 1
         self.schedule = schedule
     }
 
@@ -47,20 +54,30 @@ final class PageWarmer {
     /// Warming jobs started and not yet finished, in this process (tests wait for them).
     static let jobsRunning = AtomicWord()
 
-    /// The head has moved to `head` (or the file has grown in front of it): when the head is
-    /// within half a window of the warmed pages and the file has fresh pages beyond them, warms
-    /// the next stretch.
+    /// The head has moved to `head`: when the head is within half a window of the warmed pages
+    /// and the file has fresh pages beyond them, warms the next stretch (one compare otherwise).
     @inline(__always)
     func headMoved(to head: Int) {
-        if head &+ PageWarmer.window / 2 > warmedUpTo { warmAhead(of: head) }
+        if head >= nextLook { warmAhead(of: head) }
     }
 
+    /// The file has grown in front of the head: looks at once.
+    func fileGrew(head: Int) { warmAhead(of: head) }
+
     private func warmAhead(of head: Int) {
+        guard head &+ PageWarmer.window / 2 > warmedUpTo else {
+            nextLook = warmedUpTo &- PageWarmer.window / 2 &+ 1
+            return
+        }
         let end = min(fileSize(), head + PageWarmer.window)
-        guard end > warmedUpTo else { return }
+        guard end > warmedUpTo else {
+            nextLook = head &+ PageWarmer.lookStep
+            return
+        }
         // From the page the head is in (the call takes whole pages; that one is mapped already).
         let start = max(warmedUpTo, head) & ~(systemPageSize - 1)
         warmedUpTo = end
+        nextLook = end &- PageWarmer.window / 2 &+ 1
         schedule(start..<end)
     }
 }
