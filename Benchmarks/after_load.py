@@ -89,6 +89,10 @@ def main():
         start = next(a for (a, text), frame in zip(instructions, frames)
                      if f"entry_read.c:{load_line}:" in frame and re.match(r"mov\s+\(", text))
         after = reachable(instructions, start)
+        # An indirect jump's targets (a jump table) are not followed: one that ran would hide them.
+        for a, text in instructions:
+            if a in after and re.match(r"jmp\s+\*", text) and cost.get((obj, a)):
+                sys.exit(f"after_load.py: an indirect jump at {a:#x} ran after the load; its targets are not counted")
         called = defaultdict(int)
         for a, text in instructions:
             if a in after:
