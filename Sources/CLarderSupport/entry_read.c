@@ -26,6 +26,19 @@ static const uint64_t SEQUENCE_LIMIT = (uint64_t)1 << 62;
 /* Magic, kind, state and key length of the first word (flags and access bit may be anything). */
 static const uint64_t SIGNIFICANT = 0xFFFF00FF00FFFFFFULL;
 
+/* A call off the usual read's path that keeps the caller's registers (where the compiler can):
+ * the read then does not move what it keeps into saved registers around it. The callee saves
+ * them instead (7 more pairs in has_expired, paid by a hit of an entry with an expiry). Not for
+ * value_checksum_long: the registers it would save cost a long value's get more than that. */
+#if defined(__has_attribute)
+#if __has_attribute(preserve_most)
+#define RARE_CALL __attribute__((noinline, cold, preserve_most))
+#endif
+#endif
+#if !defined(RARE_CALL)
+#define RARE_CALL __attribute__((noinline, cold))
+#endif
+
 static inline lrd_entry_outcome outcome(uint64_t status, uint64_t flags, uint64_t length, uint64_t sequence) {
     lrd_entry_outcome result = {sequence, status | flags << 8 | length << 32};
     return result;
@@ -35,7 +48,7 @@ static inline lrd_entry_outcome outcome(uint64_t status, uint64_t flags, uint64_
  * `expires_at` (ms since the Unix epoch, 0 = none) has passed, or it was stored `maximum_age` ms
  * or more ago (0 = no maximum age; an entry stored after now is not over age). Called only when
  * one of the two is not 0. */
-static __attribute__((noinline)) int has_expired(uint64_t expires_at, uint64_t stored_at, uint64_t maximum_age) {
+static RARE_CALL int has_expired(uint64_t expires_at, uint64_t stored_at, uint64_t maximum_age) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)(ts.tv_nsec / 1000000);
@@ -145,10 +158,15 @@ HARDWARE static ALWAYS_INLINE uint32_t key_checksum_hardware(uint32_t seed, cons
     return ~crc_short(~seed, 0, NULL, key, key_length);
 }
 
+/* A value of INLINE_LENGTH bytes or more: its copy costs more than the call. */
+static __attribute__((noinline, cold)) uint32_t value_checksum_long(uint32_t key_crc, uint8_t *destination,
+                                                                    const uint8_t *value, size_t length) {
+    return lrd_crc32c_then_copy(key_crc, NULL, 0, destination, value, length);
+}
+
 HARDWARE static ALWAYS_INLINE uint32_t value_checksum_hardware(uint32_t key_crc, uint8_t *destination,
                                                               const uint8_t *value, size_t length) {
-    if (__builtin_expect(length >= INLINE_LENGTH, 0))
-        return lrd_crc32c_then_copy(key_crc, NULL, 0, destination, value, length);
+    if (__builtin_expect(length >= INLINE_LENGTH, 0)) return value_checksum_long(key_crc, destination, value, length);
     return ~crc_short(~key_crc, 1, destination, value, length);
 }
 #endif
