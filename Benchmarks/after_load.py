@@ -4,9 +4,10 @@ alone (Benchmarks/profile PEER SIZE KEYS read leaves one, made with --dump-instr
 
 The record's first load is the load of its first word in entry_check_copy (entry_read.c). What
 runs after it is what the control flow reaches from there: the instructions of the function that
-inlines the read (`view_get_hardware`) reachable from that load, every function called from them,
-and what each caller up to the measuring loop runs after its call returns. Each is counted as
-often as it ran. The read has no loop back to before the load (entry_read.c's probe stops at the
+inlines the read (`view_get_hardware`) reachable from that load, every function called from them
+(its own instructions: a 100-byte hit calls none; a value of 256 bytes or more calls the copy,
+whose callees are not counted), and what each caller up to the measuring loop runs after its call
+returns. Each is counted as often as it ran. The read has no loop back to before the load (entry_read.c's probe stops at the
 first slot of the key's tag), so this is the hit's own path after the load: the header checks,
 the key, the value and its checksum, the re-check, the bookkeeping and the returns.
 
@@ -75,7 +76,7 @@ def main():
             continue
         for line in subprocess.run(["nm", "--defined-only", obj], capture_output=True, text=True).stdout.splitlines():
             parts = line.split()
-            if len(parts) == 3 and parts[2] in [READ_FUNCTION, "data_checksum_call"] + CALLERS:
+            if len(parts) == 3:
                 symbols.setdefault(parts[2], []).append(obj)
     total = 0
     # The read: from the first load on, and everything it calls from there.
@@ -89,6 +90,10 @@ def main():
         start = next(a for (a, text), frame in zip(instructions, frames)
                      if f"entry_read.c:{load_line}:" in frame and re.match(r"mov\s+\(", text))
         after = reachable(instructions, start)
+        # An indirect jump's targets (a jump table) are not followed: one that ran would hide them.
+        for a, text in instructions:
+            if a in after and re.match(r"jmp\s+\*", text) and cost.get((obj, a)):
+                sys.exit(f"after_load.py: an indirect jump at {a:#x} ran after the load; its targets are not counted")
         called = defaultdict(int)
         for a, text in instructions:
             if a in after:

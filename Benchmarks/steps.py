@@ -23,7 +23,8 @@ STEPS = {
                    r"|lrd_prefetch_following|entryHeader\(at:keyLength:|ReadView\.entryHeader\(at:key:"
                    r"|entry_copy|entry_check_copy|ReadView\.copyEntry"),
         ("key", r"sameBytes|ByteComparison|same_bytes"),
-        ("value+CRC", r"crc_then_copy|crc_chain|data_checksum|lrd_crc32c_then_copy|copyStoredValue|storedValue\(of:"),
+        ("value+CRC", r"crc_then_copy|crc_chain|crc_short|data_checksum|key_checksum|value_checksum"
+                      r"|lrd_crc32c_then_copy|copyStoredValue|storedValue\(of:"),
         ("probe", r"HashTable\.|ReadView\.lookup|ReadView\.probe|prefetchRecord|prefetchHome|view_probe"),
         ("re-check", r"isUnchanged|isExpired|has_passed|view_unchanged"),
         ("bookkeeping", r"countHit|countMiss|markVisited|LocalWords|view_count"),

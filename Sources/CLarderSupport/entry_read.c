@@ -26,6 +26,19 @@ static const uint64_t SEQUENCE_LIMIT = (uint64_t)1 << 62;
 /* Magic, kind, state and key length of the first word (flags and access bit may be anything). */
 static const uint64_t SIGNIFICANT = 0xFFFF00FF00FFFFFFULL;
 
+/* A call off the usual read's path that keeps the caller's registers (where the compiler can):
+ * the read then does not move what it keeps into saved registers around it. The callee saves
+ * them instead (7 more pairs in has_expired, paid by a hit of an entry with an expiry). Not for
+ * value_checksum_long: the registers it would save cost a long value's get more than that. */
+#if defined(__has_attribute)
+#if __has_attribute(preserve_most)
+#define RARE_CALL __attribute__((noinline, cold, preserve_most))
+#endif
+#endif
+#if !defined(RARE_CALL)
+#define RARE_CALL __attribute__((noinline, cold))
+#endif
+
 static inline lrd_entry_outcome outcome(uint64_t status, uint64_t flags, uint64_t length, uint64_t sequence) {
     lrd_entry_outcome result = {sequence, status | flags << 8 | length << 32};
     return result;
@@ -35,7 +48,7 @@ static inline lrd_entry_outcome outcome(uint64_t status, uint64_t flags, uint64_
  * `expires_at` (ms since the Unix epoch, 0 = none) has passed, or it was stored `maximum_age` ms
  * or more ago (0 = no maximum age; an entry stored after now is not over age). Called only when
  * one of the two is not 0. */
-static __attribute__((noinline)) int has_expired(uint64_t expires_at, uint64_t stored_at, uint64_t maximum_age) {
+static RARE_CALL int has_expired(uint64_t expires_at, uint64_t stored_at, uint64_t maximum_age) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)(ts.tv_nsec / 1000000);
@@ -58,14 +71,14 @@ static ALWAYS_INLINE int same_bytes(const uint8_t *a, const uint8_t *b, size_t n
     return memcmp(a, b, n) == 0;
 }
 
-/* Lengths up to which the value's checksum runs inline in one chain; longer values go through
- * lrd_crc32c_then_copy, whose folding and blocks pay for the call. */
+/* Lengths below which a key's or value's checksum runs inline (crc_short); longer ones go through
+ * lrd_crc32c and lrd_crc32c_then_copy, whose folding and blocks pay for the call. */
 #define INLINE_LENGTH 256
 
 typedef uint32_t (*header_checksum_fn)(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
                                        uint64_t w4, uint64_t w5);
-typedef uint32_t (*data_checksum_fn)(uint32_t seed, const uint8_t *key, size_t key_length, uint8_t *destination,
-                                     const uint8_t *value, size_t length);
+typedef uint32_t (*key_checksum_fn)(uint32_t seed, const uint8_t *key, size_t key_length);
+typedef uint32_t (*value_checksum_fn)(uint32_t key_crc, uint8_t *destination, const uint8_t *value, size_t length);
 
 /* The header checksum (bytes 0-3 and 6-43) of the words loaded: the bytes that were checked are
  * the bytes that are used. */
@@ -75,10 +88,14 @@ static uint32_t header_checksum_any(uint32_t seed, uint64_t w0, uint64_t w1, uin
     return lrd_crc32c_record_header(seed, image);
 }
 
-/* The data checksum of key ++ value, copying the value. */
-static uint32_t data_checksum_any(uint32_t seed, const uint8_t *key, size_t key_length, uint8_t *destination,
-                                  const uint8_t *value, size_t length) {
-    return lrd_crc32c_then_copy(seed, key, key_length, destination, value, length);
+/* The data checksum is of key ++ value: the key's part first (before the record is read), then
+ * the value's chained onto it while it is copied. */
+static uint32_t key_checksum_any(uint32_t seed, const uint8_t *key, size_t key_length) {
+    return lrd_crc32c(seed, key, key_length);
+}
+
+static uint32_t value_checksum_any(uint32_t key_crc, uint8_t *destination, const uint8_t *value, size_t length) {
+    return lrd_crc32c_then_copy(key_crc, NULL, 0, destination, value, length);
 }
 
 #if defined(HARDWARE)
@@ -87,32 +104,99 @@ HARDWARE static ALWAYS_INLINE uint32_t header_checksum_hardware(uint32_t seed, u
     return header_crc_words(seed, w0, w1, w2, w3, w4, w5);
 }
 
+/* A word of a short buffer: its checksum, and its copy from the same register if `copy`. */
+#define SHORT_STEP(offset)                                                                                        \
+    do {                                                                                                          \
+        uint64_t w = load64(p + (offset));                                                                        \
+        c = CRC64(c, w);                                                                                          \
+        if (copy) memcpy(d + (offset), &w, 8);                                                                    \
+    } while (0)
+
+/* crc_chain for fewer than INLINE_LENGTH (256) bytes, in fewer steps: by the bits of `n`, 16, 8,
+ * 4, 2 and 1 words, then crc_chain's steps for the last 0 to 7 bytes, with no loop count. No jump
+ * table either (Benchmarks/after_load.py follows none). */
+HARDWARE static ALWAYS_INLINE uint32_t crc_short(uint32_t crc, int copy, uint8_t *d, const uint8_t *p, size_t n) {
+    chain c = crc;
+    if (n & 128) {
+        SHORT_STEP(0); SHORT_STEP(8); SHORT_STEP(16); SHORT_STEP(24);
+        SHORT_STEP(32); SHORT_STEP(40); SHORT_STEP(48); SHORT_STEP(56);
+        SHORT_STEP(64); SHORT_STEP(72); SHORT_STEP(80); SHORT_STEP(88);
+        SHORT_STEP(96); SHORT_STEP(104); SHORT_STEP(112); SHORT_STEP(120);
+        p += 128;
+        if (copy) d += 128;
+    }
+    if (n & 64) {
+        SHORT_STEP(0); SHORT_STEP(8); SHORT_STEP(16); SHORT_STEP(24);
+        SHORT_STEP(32); SHORT_STEP(40); SHORT_STEP(48); SHORT_STEP(56);
+        p += 64;
+        if (copy) d += 64;
+    }
+    if (n & 32) {
+        SHORT_STEP(0); SHORT_STEP(8); SHORT_STEP(16); SHORT_STEP(24);
+        p += 32;
+        if (copy) d += 32;
+    }
+    if (n & 16) {
+        SHORT_STEP(0); SHORT_STEP(8);
+        p += 16;
+        if (copy) d += 16;
+    }
+    if (n & 8) {
+        SHORT_STEP(0);
+        p += 8;
+        if (copy) d += 8;
+    }
+    /* The last 0 to 7 bytes as crc_chain takes them. */
+    return crc_chain((uint32_t)c, copy, d, p, n & 7);
+}
+#undef SHORT_STEP
+_Static_assert(INLINE_LENGTH <= 256, "crc_short takes fewer than 256 bytes");
+
 /* Short keys and values in one chain each, inline; longer ones through the call. */
-HARDWARE static ALWAYS_INLINE uint32_t data_checksum_hardware(uint32_t seed, const uint8_t *key, size_t key_length,
-                                                       uint8_t *destination, const uint8_t *value, size_t length) {
-    if (key_length >= INLINE_LENGTH || length >= INLINE_LENGTH)
-        return lrd_crc32c_then_copy(seed, key, key_length, destination, value, length);
-    return ~crc_chain(crc_chain(~seed, 0, NULL, key, key_length), 1, destination, value, length);
+HARDWARE static ALWAYS_INLINE uint32_t key_checksum_hardware(uint32_t seed, const uint8_t *key, size_t key_length) {
+    if (__builtin_expect(key_length >= INLINE_LENGTH, 0)) return lrd_crc32c(seed, key, key_length);
+    return ~crc_short(~seed, 0, NULL, key, key_length);
+}
+
+/* A value of INLINE_LENGTH bytes or more: its copy costs more than the call. */
+static __attribute__((noinline, cold)) uint32_t value_checksum_long(uint32_t key_crc, uint8_t *destination,
+                                                                    const uint8_t *value, size_t length) {
+    return lrd_crc32c_then_copy(key_crc, NULL, 0, destination, value, length);
+}
+
+HARDWARE static ALWAYS_INLINE uint32_t value_checksum_hardware(uint32_t key_crc, uint8_t *destination,
+                                                              const uint8_t *value, size_t length) {
+    if (__builtin_expect(length >= INLINE_LENGTH, 0)) return value_checksum_long(key_crc, destination, value, length);
+    return ~crc_short(~key_crc, 1, destination, value, length);
 }
 #endif
 
+/* Makes `value` computed where this stands, not moved after a load that follows. */
+#define COMPUTED_HERE(value) __asm__ volatile("" : "+r"(value))
+
 /* What entry_check_copy found in an entry of the key: its sequence number, flags and value's
- * length as callers see it. */
+ * length as callers see it, and its first word as checked. */
 typedef struct {
-    uint64_t sequence, flags, raw_length;
+    uint64_t sequence, flags, raw_length, first_word;
 } entry_found;
 
 /* The checks and copy of lrd_entry_copy: its status, with `found` filled for an entry of the key.
  * Inlined into its two callers, which take the fields as they are (no outcome word to unpack). */
 static inline __attribute__((always_inline)) uint64_t entry_check_copy(
-    header_checksum_fn header_checksum, data_checksum_fn data_checksum, const uint8_t *record, uint64_t room, uint32_t seed, uint64_t first_valid_sequence,
+    header_checksum_fn header_checksum, key_checksum_fn key_checksum, value_checksum_fn value_checksum,
+    const uint8_t *record, uint64_t room, uint32_t seed, uint64_t first_valid_sequence,
     const uint8_t *key, size_t key_length, uint8_t *destination, size_t capacity, uint64_t maximum_age,
     entry_found *found) {
     const uint64_t other = LRD_ENTRY_OTHER;
     if (((uintptr_t)record & (ALIGNMENT - 1)) != 0 || room < HEADER_SIZE) return other;
+    /* What does not depend on the record comes before its first load, whose wait it cannot
+     * overlap after it: the key's part of the data checksum, and the first word expected. */
+    uint32_t key_register = ~key_checksum(seed, key, key_length);
+    uint64_t expected = (uint64_t)MAGIC | (uint64_t)KIND_ENTRY << 16 | (uint64_t)1 << 32 | (uint64_t)key_length << 48;
+    COMPUTED_HERE(key_register);
+    COMPUTED_HERE(expected);
     /* The first word rules out every other record before anything else is read. */
     uint64_t w0 = __atomic_load_n((const uint64_t *)record, __ATOMIC_ACQUIRE);
-    uint64_t expected = (uint64_t)MAGIC | (uint64_t)KIND_ENTRY << 16 | (uint64_t)1 << 32 | (uint64_t)key_length << 48;
     if ((w0 & SIGNIFICANT) != expected) return other;
     uint64_t w1 = __atomic_load_n((const uint64_t *)(record + 8), __ATOMIC_RELAXED);
     uint64_t stored_length = (uint32_t)w1, raw_length = w1 >> 32;
@@ -137,21 +221,24 @@ static inline __attribute__((always_inline)) uint64_t entry_check_copy(
     if (!(flags & (COMPRESSED_FLAG | SLIDING_FLAG)) && stored_length <= capacity &&
         !((expires_at | maximum_age) != 0 && has_expired(expires_at, stored_at, maximum_age))) {
         const uint8_t *value = record + HEADER_SIZE + key_length;
-        if (data_checksum(seed, key, key_length, destination, value, stored_length) == (uint32_t)w5)
+        if (value_checksum(~key_register, destination, value, stored_length) == (uint32_t)w5)
             status = LRD_ENTRY_COPIED;
     }
     found->sequence = sequence;
     found->flags = flags;
     found->raw_length = raw_length;
+    found->first_word = w0;
     return status;
 }
 
 static inline __attribute__((always_inline)) lrd_entry_outcome entry_copy(
-    header_checksum_fn header_checksum, data_checksum_fn data_checksum, const uint8_t *record, uint64_t room, uint32_t seed, uint64_t first_valid_sequence,
+    header_checksum_fn header_checksum, key_checksum_fn key_checksum, value_checksum_fn value_checksum,
+    const uint8_t *record, uint64_t room, uint32_t seed, uint64_t first_valid_sequence,
     const uint8_t *key, size_t key_length, uint8_t *destination, size_t capacity, uint64_t maximum_age) {
-    entry_found found = {0, 0, 0};
-    uint64_t status = entry_check_copy(header_checksum, data_checksum, record, room, seed, first_valid_sequence, key,
-                                       key_length, destination, capacity, maximum_age, &found);
+    entry_found found = {0, 0, 0, 0};
+    uint64_t status = entry_check_copy(header_checksum, key_checksum, value_checksum, record, room, seed,
+                                       first_valid_sequence, key, key_length, destination, capacity, maximum_age,
+                                       &found);
     return outcome(status, found.flags, found.raw_length, found.sequence);
 }
 
@@ -160,8 +247,8 @@ HARDWARE static lrd_entry_outcome entry_copy_hardware(const uint8_t *record, uin
                                                                  uint64_t first_valid_sequence, const uint8_t *key,
                                                                  size_t key_length, uint8_t *destination, size_t capacity,
                                                                  uint64_t maximum_age) {
-    return entry_copy(header_checksum_hardware, data_checksum_hardware, record, room, seed, first_valid_sequence, key, key_length, destination, capacity,
-                      maximum_age);
+    return entry_copy(header_checksum_hardware, key_checksum_hardware, value_checksum_hardware, record, room, seed,
+                      first_valid_sequence, key, key_length, destination, capacity, maximum_age);
 }
 #endif
 
@@ -173,8 +260,9 @@ lrd_entry_outcome lrd_entry_copy(const void *record, uint64_t room, uint32_t see
         return entry_copy_hardware((const uint8_t *)record, room, seed, first_valid_sequence, (const uint8_t *)key,
                                    key_length, (uint8_t *)destination, capacity, maximum_age);
 #endif
-    return entry_copy(header_checksum_any, data_checksum_any, (const uint8_t *)record, room, seed, first_valid_sequence, (const uint8_t *)key, key_length,
-                      (uint8_t *)destination, capacity, maximum_age);
+    return entry_copy(header_checksum_any, key_checksum_any, value_checksum_any, (const uint8_t *)record, room, seed,
+                      first_valid_sequence, (const uint8_t *)key, key_length, (uint8_t *)destination, capacity,
+                      maximum_age);
 }
 
 /* The usual read through a published view (see CLarderSupport.h, lrd_view_copy), as
@@ -227,12 +315,12 @@ static inline __attribute__((always_inline)) uint64_t view_unchanged(const lrd_r
 }
 
 /* A hit's bookkeeping (`CacheStore.countHit`): the access bit, set only in the word the entry was
- * checked with (`RecordHeader.markVisited`), and the hit counted. */
+ * checked with (`RecordHeader.markVisited`), and the hit counted. That word is `checked` with its
+ * sixth byte clear: entry_check_copy took magic, kind, state and key length as they must be. */
 static inline __attribute__((always_inline)) void view_count_hit(const lrd_read_view *view, const uint8_t *record,
-                                                                 uint64_t word, uint64_t flags, size_t key_length) {
+                                                                 uint64_t word, uint64_t checked) {
     if (!view->read_only && !(word & VISITED_BIT)) {
-        uint64_t expected = (uint64_t)MAGIC | (uint64_t)KIND_ENTRY << 16 | flags << 24 | LIVE_BIT |
-                            (uint64_t)key_length << 48;
+        uint64_t expected = checked & ~((uint64_t)0xFF << 40);
         lrd_cas_u64((void *)record, expected, expected | VISITED_BIT);
     }
     lrd_fetch_add_u64(view->hits, 1);
@@ -260,8 +348,8 @@ static inline __attribute__((always_inline)) void view_count_miss(const lrd_read
  * checks, what they keep in registers is not kept across the probe's iterations. */
 
 static inline __attribute__((always_inline)) int64_t view_copy(
-    header_checksum_fn header_checksum, data_checksum_fn data_checksum, const lrd_read_view *view, const uint8_t *key,
-    size_t key_length, uint8_t *destination, size_t capacity) {
+    header_checksum_fn header_checksum, key_checksum_fn key_checksum, value_checksum_fn value_checksum,
+    const lrd_read_view *view, const uint8_t *key, size_t key_length, uint8_t *destination, size_t capacity) {
     /* The hash first: it depends on the key alone, and its registers are free before the rest. */
     uint32_t tag = (uint32_t)(lrd_xxh64(key, key_length, 0) >> 36);
     view_words w = view_load(view);
@@ -283,25 +371,25 @@ static inline __attribute__((always_inline)) int64_t view_copy(
     if (offset < view->ring_start || offset >= w.limit) return LRD_VIEW_PROBE_ON;
     const uint8_t *record = view->base + offset;
     entry_found found;
-    uint64_t status = entry_check_copy(header_checksum, data_checksum, record, w.limit - offset, view->seed,
-                                       w.first_valid_sequence, key, key_length, destination, capacity, w.maximum_age,
-                                       &found);
+    uint64_t status = entry_check_copy(header_checksum, key_checksum, value_checksum, record, w.limit - offset,
+                                       view->seed, w.first_valid_sequence, key, key_length, destination, capacity,
+                                       w.maximum_age, &found);
     if (status == LRD_ENTRY_OTHER) return LRD_VIEW_PROBE_ON;
     if (status != LRD_ENTRY_COPIED) return LRD_VIEW_UNSETTLED;
     uint64_t word = view_unchanged(view, record, found.sequence, w.change_counter);
     if (word == 0) return LRD_VIEW_UNSETTLED;
-    view_count_hit(view, record, word, found.flags, key_length);
+    view_count_hit(view, record, word, found.first_word);
     return (int64_t)found.raw_length;
 }
 
 /* larder_get's answer from view_copy's: the fallback, as the call's last step, for whatever the
  * view did not settle, so that the caller keeps none of its arguments past the read. */
 static inline __attribute__((always_inline)) int32_t view_get(
-    header_checksum_fn header_checksum, data_checksum_fn data_checksum, const lrd_read_view *view, const void *key,
-    size_t key_length, void *buffer, size_t buffer_length, size_t *value_length, void *handle,
-    lrd_get_fallback fallback) {
-    int64_t answer = view_copy(header_checksum, data_checksum, view, (const uint8_t *)key, key_length,
-                               (uint8_t *)buffer, buffer_length);
+    header_checksum_fn header_checksum, key_checksum_fn key_checksum, value_checksum_fn value_checksum,
+    const lrd_read_view *view, const void *key, size_t key_length, void *buffer, size_t buffer_length,
+    size_t *value_length, void *handle, lrd_get_fallback fallback) {
+    int64_t answer = view_copy(header_checksum, key_checksum, value_checksum, view, (const uint8_t *)key,
+                               key_length, (uint8_t *)buffer, buffer_length);
     if (answer >= 0) {
         *value_length = (size_t)answer;
         return LARDER_OK;
@@ -311,25 +399,19 @@ static inline __attribute__((always_inline)) int32_t view_get(
 }
 
 #if defined(HARDWARE)
-/* The value's checksum and copy as a call of its own: its loop then keeps its pointers and count
- * in registers, where inline it shared them with what the read keeps for its re-check. */
-HARDWARE static __attribute__((noinline)) uint32_t data_checksum_call(uint32_t seed, const uint8_t *key,
-                                                                     size_t key_length, uint8_t *destination,
-                                                                     const uint8_t *value, size_t length) {
-    return data_checksum_hardware(seed, key, key_length, destination, value, length);
-}
-
 HARDWARE static int64_t view_copy_hardware(const lrd_read_view *view, const void *key, size_t key_length,
                                            void *destination, size_t capacity) {
-    return view_copy(header_checksum_hardware, data_checksum_call, view, (const uint8_t *)key, key_length,
-                     (uint8_t *)destination, capacity);
+    return view_copy(header_checksum_hardware, key_checksum_hardware, value_checksum_hardware, view,
+                     (const uint8_t *)key, key_length, (uint8_t *)destination, capacity);
 }
 
-HARDWARE static int32_t view_get_hardware(const lrd_read_view *view, const void *key, size_t key_length, void *buffer,
-                                          size_t buffer_length, size_t *value_length, void *handle,
-                                          lrd_get_fallback fallback) {
-    return view_get(header_checksum_hardware, data_checksum_call, view, key, key_length, buffer, buffer_length,
-                    value_length, handle, fallback);
+/* The fallback is called, not jumped to: for a jump, the handle and fallback this takes on the
+ * stack were copied into the frame first, on every get. */
+HARDWARE static __attribute__((disable_tail_calls)) int32_t view_get_hardware(
+    const lrd_read_view *view, const void *key, size_t key_length, void *buffer, size_t buffer_length,
+    size_t *value_length, void *handle, lrd_get_fallback fallback) {
+    return view_get(header_checksum_hardware, key_checksum_hardware, value_checksum_hardware, view, key, key_length,
+                    buffer, buffer_length, value_length, handle, fallback);
 }
 #endif
 
@@ -338,8 +420,8 @@ int64_t lrd_view_copy(const lrd_read_view *view, const void *key, size_t key_len
 #if defined(HARDWARE)
     if (lrd_crc32c_hardware_present) return view_copy_hardware(view, key, key_length, destination, capacity);
 #endif
-    return view_copy(header_checksum_any, data_checksum_any, view, (const uint8_t *)key, key_length,
-                     (uint8_t *)destination, capacity);
+    return view_copy(header_checksum_any, key_checksum_any, value_checksum_any, view, (const uint8_t *)key,
+                     key_length, (uint8_t *)destination, capacity);
 }
 
 int32_t lrd_view_get(const lrd_read_view *view, const void *key, size_t key_length, void *buffer,
@@ -348,6 +430,6 @@ int32_t lrd_view_get(const lrd_read_view *view, const void *key, size_t key_leng
     if (lrd_crc32c_hardware_present)
         return view_get_hardware(view, key, key_length, buffer, buffer_length, value_length, handle, fallback);
 #endif
-    return view_get(header_checksum_any, data_checksum_any, view, key, key_length, buffer, buffer_length,
-                    value_length, handle, fallback);
+    return view_get(header_checksum_any, key_checksum_any, value_checksum_any, view, key, key_length, buffer,
+                    buffer_length, value_length, handle, fallback);
 }

@@ -14,14 +14,16 @@ struct EntryReadTests {
     /// A record laid out as FORMAT.md 4 says, at the start of 16-byte-aligned memory, with room to
     /// spare after it.
     private final class Record {
-        let bytes = UnsafeMutableRawPointer.allocate(byteCount: 512, alignment: 16)
+        let bytes = UnsafeMutableRawPointer.allocate(byteCount: 1024, alignment: 16)
         deinit { bytes.deallocate() }
     }
 
-    private func record(sequence: UInt64 = 5, expiresAt: UInt64 = 0) -> Record {
+    private func record(sequence: UInt64 = 5, expiresAt: UInt64 = 0, key: [UInt8]? = nil,
+                        value: [UInt8]? = nil) -> Record {
+        let key = key ?? self.key, value = value ?? self.value
         let record = Record()
         let raw = record.bytes
-        raw.initializeMemory(as: UInt8.self, repeating: 0, count: 512)
+        raw.initializeMemory(as: UInt8.self, repeating: 0, count: 1024)
         let word0 = RecordHeader.Word0.compose(kind: .entry, flags: 0, keyLength: key.count) | RecordHeader.Word0.liveBit
         raw.storeBytes(of: word0.littleEndian, toByteOffset: 0, as: UInt64.self)
         raw.storeBytes(of: (UInt64(value.count) | UInt64(value.count) << 32).littleEndian, toByteOffset: 8, as: UInt64.self)
@@ -36,9 +38,9 @@ struct EntryReadTests {
         return record
     }
 
-    private func copy(_ record: Record, room: Int = 512, firstValid: UInt64 = 0,
+    private func copy(_ record: Record, room: Int = 512, firstValid: UInt64 = 0, key: [UInt8]? = nil,
                       into buffer: UnsafeMutableRawBufferPointer) -> (status: Int32, sequence: UInt64, length: Int) {
-        let result = key.withUnsafeBytes { key in
+        let result = (key ?? self.key).withUnsafeBytes { key in
             lrd_entry_copy(record.bytes, UInt64(room), seed, firstValid, key.baseAddress, key.count,
                            buffer.baseAddress, buffer.count, 0)
         }
@@ -61,6 +63,21 @@ struct EntryReadTests {
         #expect(result.sequence == 5)
         #expect(result.length == value.count)
         #expect(Array(buffer[0..<value.count]) == value)
+    }
+
+    /// Every key and value length the checksum takes in its short steps (below 256 bytes), and a
+    /// few past them: the value copied whole, the checksum of key and value held.
+    @Test func copiesEntriesOfEveryShortLength() {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 512, alignment: 16)
+        defer { buffer.deallocate() }
+        let bytes = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 151 &+ 3) }
+        let lengths = (1...300).map { ($0, value.count) } + (0...300).map { (key.count, $0) }
+        for (keyLength, valueLength) in lengths {
+            let key = Array(bytes.reversed().prefix(keyLength)), value = Array(bytes.prefix(valueLength))
+            let result = copy(record(key: key, value: value), room: 1024, key: key, into: buffer)
+            #expect(result.status == Int32(LRD_ENTRY_COPIED), "key \(keyLength), value \(valueLength)")
+            #expect(result.length == valueLength && Array(buffer[0..<valueLength]) == value)
+        }
     }
 
     @Test func acceptsTheHeadersTheCarefulReadAccepts() {
