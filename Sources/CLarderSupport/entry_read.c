@@ -265,7 +265,7 @@ lrd_entry_outcome lrd_entry_copy(const void *record, uint64_t room, uint32_t see
                       maximum_age);
 }
 
-/* The usual read through a published view (see CLarderSupport.h, lrd_view_copy), as
+/* The usual read through a published view (see CLarderSupport.h, lrd_view_get), as
  * `CacheStore.attemptCopy(forKey:in:toBuffer:)` makes it in Swift for a view with two tables.
  *
  * Invariant: the view's words are those `PublishedView.publish` stored, read whole under its
@@ -277,6 +277,19 @@ enum {
     TAG_BITS = 28,
     SLOT_TOMBSTONE = 1,
     SEQUENCE_FIELD = 16,
+};
+
+/* What view_copy answers besides a value's length. */
+enum {
+    /* No entry of the key, in a settled index of the view's meta copy (counted as a miss). */
+    LRD_VIEW_ABSENT = -1,
+    /* Anything else (a view out of date, an index or record that changed, an entry not copied):
+     * the fallback decides. */
+    LRD_VIEW_UNSETTLED = -2,
+    /* The first slot of the key's tag was not the key's live entry (a tag shared with another
+     * key, a slot that names no record), or the index is migrating (two tables): the fallback
+     * probes on. Nothing was counted. */
+    LRD_VIEW_PROBE_ON = -3,
 };
 static const uint64_t LIVE_BIT = (uint64_t)1 << 32;
 static const uint64_t VISITED_BIT = (uint64_t)1 << 40;
@@ -383,7 +396,8 @@ static inline __attribute__((always_inline)) int64_t view_copy(
 }
 
 /* larder_get's answer from view_copy's: the fallback, as the call's last step, for whatever the
- * view did not settle, so that the caller keeps none of its arguments past the read. */
+ * view did not settle, with the caller's arguments, so that the caller keeps none of them past
+ * the read. */
 static inline __attribute__((always_inline)) int32_t view_get(
     header_checksum_fn header_checksum, key_checksum_fn key_checksum, value_checksum_fn value_checksum,
     const lrd_read_view *view, const void *key, size_t key_length, void *buffer, size_t buffer_length,
@@ -399,14 +413,8 @@ static inline __attribute__((always_inline)) int32_t view_get(
 }
 
 #if defined(HARDWARE)
-HARDWARE static int64_t view_copy_hardware(const lrd_read_view *view, const void *key, size_t key_length,
-                                           void *destination, size_t capacity) {
-    return view_copy(header_checksum_hardware, key_checksum_hardware, value_checksum_hardware, view,
-                     (const uint8_t *)key, key_length, (uint8_t *)destination, capacity);
-}
-
 /* The fallback is called, not jumped to: for a jump, the handle and fallback this takes on the
- * stack were copied into the frame first, on every get. */
+ * stack (x86-64's seventh and eighth arguments) were copied into the frame first, on every get. */
 HARDWARE static __attribute__((disable_tail_calls)) int32_t view_get_hardware(
     const lrd_read_view *view, const void *key, size_t key_length, void *buffer, size_t buffer_length,
     size_t *value_length, void *handle, lrd_get_fallback fallback) {
@@ -414,15 +422,6 @@ HARDWARE static __attribute__((disable_tail_calls)) int32_t view_get_hardware(
                     buffer, buffer_length, value_length, handle, fallback);
 }
 #endif
-
-int64_t lrd_view_copy(const lrd_read_view *view, const void *key, size_t key_length, void *destination,
-                      size_t capacity) {
-#if defined(HARDWARE)
-    if (lrd_crc32c_hardware_present) return view_copy_hardware(view, key, key_length, destination, capacity);
-#endif
-    return view_copy(header_checksum_any, key_checksum_any, value_checksum_any, view, (const uint8_t *)key,
-                     key_length, (uint8_t *)destination, capacity);
-}
 
 int32_t lrd_view_get(const lrd_read_view *view, const void *key, size_t key_length, void *buffer,
                      size_t buffer_length, size_t *value_length, void *handle, lrd_get_fallback fallback) {

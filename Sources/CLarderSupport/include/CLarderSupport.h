@@ -5,7 +5,7 @@
  *
  * Checksums, hashing, atomics on shared (mapped) memory, byte-range file locks
  * and two per-thread words; and the functions that know the record header (lrd_entry_copy and
- * lrd_view_copy: the usual read, the format's checks in one call).
+ * lrd_view_get: the usual read, the format's checks in one call).
  */
 #ifndef CLARDER_SUPPORT_H
 #define CLARDER_SUPPORT_H
@@ -70,7 +70,7 @@ lrd_entry_outcome lrd_entry_copy(const void *record, uint64_t room, uint32_t see
                                  const void *key, size_t key_length, void *destination, size_t capacity,
                                  uint64_t maximum_age);
 
-/* What lrd_view_copy reads through, in process memory: the read view a store's in-process
+/* What lrd_view_get reads through, in process memory: the read view a store's in-process
  * writer published last (`words`, under a sequence lock: sequence, limit, first valid sequence,
  * active table, its slot count, draining table, its slot count, change counter, maximum age), the
  * parts of every view that never change, and the words a read checks and counts: the file's
@@ -89,35 +89,23 @@ typedef struct {
     uint32_t read_only;
 } lrd_read_view;
 
-enum {
-    /* No entry of the key, in a settled index of the view's meta copy (counted as a miss). */
-    LRD_VIEW_ABSENT = -1,
-    /* Anything else (a view out of date, an index or record that changed, an entry not copied):
-     * the careful read decides. */
-    LRD_VIEW_UNSETTLED = -2,
-    /* The first slot of the key's tag was not the key's live entry (a tag shared with another
-     * key, a slot that names no record), or the index is migrating (two tables): the caller
-     * probes on itself. Nothing was counted. */
-    LRD_VIEW_PROBE_ON = -3,
-};
-
-/* The usual read of `key` (1 to 4096 bytes) into `destination`, in one call: the published view
- * taken, the key hashed, the active table probed to the first slot of the key's tag, its record
- * checked and copied by lrd_entry_copy's checks, then re-checked (live bit, sequence number, change
- * counter), its access bit set and the hit counted. Returns the value's length (>= 0) when the
- * value was copied whole and its checksum held over the copy, or an LRD_VIEW_ status. */
-int64_t lrd_view_copy(const lrd_read_view *view, const void *key, size_t key_length, void *destination,
-                      size_t capacity);
-
 /* What lrd_view_get calls for a read its view did not settle: the careful read of the same
  * arguments, with the `handle` lrd_view_get was given. Returns a LARDER_ status. */
 typedef int32_t (*lrd_get_fallback)(void *handle, const void *key, size_t key_length, void *buffer,
                                     size_t buffer_length, size_t *value_length);
 
-/* larder_get's usual path in one call: lrd_view_copy of `key` (1 to 4096 bytes) into `buffer`.
+/* lrd_view_get's answers without a fallback's: larder.h's LARDER_OK and LARDER_NOT_FOUND, for
+ * callers in Swift that do not import larder.h. */
+enum { LRD_VIEW_GET_FOUND = 0, LRD_VIEW_GET_ABSENT = 1 };
+
+/* The usual read of `key` (1 to 4096 bytes) into `buffer`, in one call (larder_get's, and
+ * `Cache.copyValue`'s): the published view taken, the key hashed, the active table probed to the
+ * first slot of the key's tag, its record checked and copied by lrd_entry_copy's checks, then
+ * re-checked (live bit, sequence number, change counter), its access bit set and the hit counted.
  * A hit stores the value's length in `*value_length` and returns LARDER_OK; a miss returns
- * LARDER_NOT_FOUND (both counted). Anything else returns `fallback`'s answer to the same
- * arguments, called last, when nothing was counted. */
+ * LARDER_NOT_FOUND (both counted). Anything else (a view out of date, an index that migrates or
+ * changed, a tag shared with another key, an entry not copied) returns `fallback`'s answer to the
+ * same arguments, called last, when nothing was counted. */
 int32_t lrd_view_get(const lrd_read_view *view, const void *key, size_t key_length, void *buffer,
                      size_t buffer_length, size_t *value_length, void *handle, lrd_get_fallback fallback);
 

@@ -392,25 +392,54 @@ public final class Cache: @unchecked Sendable {
     }
 
     /// `copyValue(forKey:into:)` for a key already in bytes. The usual hit and miss are answered
-    /// here, without a loop, a closure or an error path (whose registers and stack slots every
-    /// read would otherwise pay for); everything else starts over in `copyValueCarefully`.
+    /// by one C call, `lrd_view_get`, as `larder_get` answers them; it passes everything else,
+    /// as its last step, to `copyValueUnsettled`, so that nothing of the call is kept here
+    /// across it (its registers and stack slots every read would otherwise pay for).
     @usableFromInline
     func copyValue(forKeyBytes key: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) throws(LarderError) -> Int? {
         // See `read`: the caller's key starts loading now.
         if let start = key.baseAddress { lrd_prefetch(start) }
-        // A local function, always inlined: passed as a closure literal, the attempt was compiled
-        // as a function of its own, with a frame and an answer returned through memory.
-        @inline(__always) func attempt(_ store: CacheStore) -> CacheStore.Attempt<Int> {
-            store.attemptCopy(forKey: key, toBuffer: buffer)
+        guard let view = readView(forKeyLength: key.count) else { return try copyValueCarefully(forKeyBytes: key, into: buffer) }
+        var length = 0
+        let status = lrd_view_get(view, key.baseAddress, key.count, buffer.baseAddress, buffer.count, &length,
+                                  Unmanaged.passUnretained(self).toOpaque()) {
+            handle, key, keyLength, buffer, bufferLength, valueLength in
+            Cache.copyValueUnsettled(handle, key, keyLength, buffer, bufferLength, valueLength)
         }
-        if !isClosed {
-            switch storeReference._withUnsafeGuaranteedRef(attempt) {
-            case .answered(let length): return length
-            case .absent: return nil
-            case .unsettled: break
-            }
-        }
+        if status == Int32(LRD_VIEW_GET_FOUND) { return length }
+        if status == Int32(LRD_VIEW_GET_ABSENT) { return nil }
+        // The careful read threw: read again here, where its error can be thrown.
         return try copyValueCarefully(forKeyBytes: key, into: buffer)
+    }
+
+    /// `lrd_view_get`'s fallback for `copyValue(forKeyBytes:into:)`, whose cache `handle` is: the
+    /// probe in Swift, then the careful read. A value's length (also one that did not fit) is
+    /// found, no value absent; a read that throws is answered with a status of neither kind.
+    private static func copyValueUnsettled(_ handle: UnsafeMutableRawPointer?, _ key: UnsafeRawPointer?, _ keyLength: Int,
+                                           _ buffer: UnsafeMutableRawPointer?, _ bufferLength: Int,
+                                           _ valueLength: UnsafeMutablePointer<Int>?) -> Int32 {
+        // Retained on this path only: the usual read holds the cache it was called on.
+        let cache = Unmanaged<Cache>.fromOpaque(handle!).takeUnretainedValue()
+        let keyBytes = UnsafeRawBufferPointer(start: key, count: keyLength)
+        let destination = UnsafeMutableRawBufferPointer(start: buffer, count: bufferLength)
+        switch cache.storeReference._withUnsafeGuaranteedRef({ $0.attemptCopyProbingOn(forKey: keyBytes, toBuffer: destination) }) {
+        case .answered(let length):
+            valueLength!.pointee = length
+            return Int32(LRD_VIEW_GET_FOUND)
+        case .absent:
+            return Int32(LRD_VIEW_GET_ABSENT)
+        case .unsettled:
+            break
+        }
+        do throws(LarderError) {
+            guard let length = try cache.copyValueCarefully(forKeyBytes: keyBytes, into: destination) else {
+                return Int32(LRD_VIEW_GET_ABSENT)
+            }
+            valueLength!.pointee = length
+            return Int32(LRD_VIEW_GET_FOUND)
+        } catch {
+            return -1
+        }
     }
 
     /// The read view the C ABI's `larder_get` reads through in one C call (`lrd_view_get`), or

@@ -30,7 +30,7 @@ extension CacheStore {
     @inline(never)
     private func reserveMakingRoom(_ size: Int, alignment: Int) throws(LarderError) -> Int {
         var budget = ReclaimBudget(forPlacing: size)
-        // The first test of reclaimAhead's loop, inline: most placements reclaim nothing ahead.
+        // The first test of reclaimAhead's loop, before its call: most placements reclaim nothing ahead.
         if allocator.value.isBelowCapacity && !allocator.value.headIsBehindTail && state.spanBytes > 0
             && allocator.value.garbageOutweighsLiveData { try reclaimAhead(of: size) }
         // Bounds on the work, so that a damaged ring can never make this spin, nor readers who

@@ -229,35 +229,19 @@ extension CacheStore {
         }
     }
 
-    /// Reader: the usual read into a buffer of the caller's (`Cache.copyValue(forKeyBytes:into:)`,
-    /// `larder_get`), one attempt, inline: the usual hit, by one call that checks and copies the
-    /// entry (`ReadView.copyEntry`), and the usual miss. Counts the hit or the miss it answers.
-    /// Anything else (an invalid key, an entry it did not copy, a record or index that changed)
-    /// is `.unsettled`, for `copyValue(forKey:in:includingExpired:into:)` to start over.
-    ///
-    /// With one index table (the usual case) the whole attempt is one C call (`lrd_view_copy`):
-    /// the same checks in the same order as `attemptCopy(forKey:in:toBuffer:)`, with no view,
-    /// hash or probe state kept live across calls.
-    @inline(__always)
-    func attemptCopy(forKey key: UnsafeRawBufferPointer, toBuffer buffer: UnsafeMutableRawBufferPointer) -> Attempt<Int> {
-        guard key.count > 0, key.count <= CacheStore.maximumKeyLength else { return .unsettled }
-        let answer = publishedView.copyValue(forKey: key, into: buffer)
-        if answer >= 0 { return .answered(Int(truncatingIfNeeded: answer)) }
-        if answer == Int64(LRD_VIEW_ABSENT) { return .absent }
-        if answer == Int64(LRD_VIEW_PROBE_ON) { return attemptCopyProbingOn(forKey: key, toBuffer: buffer) }
-        return .unsettled
-    }
-
-    /// `attemptCopy(forKey:toBuffer:)` probed in Swift: while the index migrates (two tables), or
-    /// past a slot of the key's tag that was not its entry.
+    /// Reader: the usual read into a buffer of the caller's, probed in Swift through the view
+    /// last published, for what `lrd_view_get` (`Cache.copyValue(forKeyBytes:into:)`) did not
+    /// settle: while the index migrates (two tables), past a slot of the key's tag that was not
+    /// its entry, or an entry it did not copy. Counts the hit or the miss it answers; anything
+    /// else is `.unsettled`, for the careful read.
     @inline(never)
-    private func attemptCopyProbingOn(forKey key: UnsafeRawBufferPointer,
-                                           toBuffer buffer: UnsafeMutableRawBufferPointer) -> Attempt<Int> {
+    func attemptCopyProbingOn(forKey key: UnsafeRawBufferPointer,
+                              toBuffer buffer: UnsafeMutableRawBufferPointer) -> Attempt<Int> {
         guard let view = publishedViewIfCurrent() else { return .unsettled }
         return attemptCopy(forKey: key, in: view, toBuffer: buffer)
     }
 
-    /// `attemptCopy(forKey:toBuffer:)` through `view`.
+    /// `attemptCopyProbingOn(forKey:toBuffer:)` through `view`.
     @inline(__always)
     func attemptCopy(forKey key: UnsafeRawBufferPointer, in view: ReadView,
                      toBuffer buffer: UnsafeMutableRawBufferPointer) -> Attempt<Int> {

@@ -10,8 +10,7 @@ import CLarderSupport
 /// writer by taking that lock for the refresh.
 ///
 /// The words sit at the start of an `lrd_read_view`, with what the usual read checks and counts
-/// besides, so that `lrd_view_copy` answers it in one C call (`copyValue`), and `lrd_view_get`
-/// through `readView`.
+/// besides, so that `lrd_view_get` answers it in one C call, through `readView`.
 ///
 /// Invariant: the words are written only under the exclusive in-process lock; the sequence is odd
 /// while they are being written. Every word is accessed atomically, so no read is a data race.
@@ -55,14 +54,6 @@ final class PublishedView: @unchecked Sendable {
     deinit {
         reader.deinitialize(count: 1)
         reader.deallocate()
-    }
-
-    /// Reader: the usual read of `key` (1 to `CacheStore.maximumKeyLength` bytes) into `buffer`
-    /// through the view last published, in one C call: the value's length, or an `LRD_VIEW_`
-    /// status (`lrd_view_copy`).
-    @inline(__always)
-    func copyValue(forKey key: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) -> Int64 {
-        lrd_view_copy(reader, key.baseAddress, key.count, buffer.baseAddress, buffer.count)
     }
 
     /// What `lrd_view_get` reads through: valid for this object's life.
