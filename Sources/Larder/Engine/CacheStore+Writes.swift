@@ -93,15 +93,7 @@ extension CacheStore {
         let deadRoom = allocator.value.takeDeadRoom(for: size)
         let reserved = deadRoom?.size ?? allocator.value.footprint(ofRecord: size)
         let offset: Int
-        if let deadRoom {
-            offset = deadRoom.offset
-        } else if reserved > 0 && reserved % FileLayout.recordAlignment == 0,
-                  let start = allocator.value.headRoom(for: reserved, alignment: FileLayout.recordAlignment) {
-            // `reserve`'s usual case, here: the room free at the head.
-            offset = start
-        } else {
-            offset = try reserve(reserved)
-        }
+        if let deadRoom { offset = deadRoom.offset } else { offset = try reserve(reserved) }
         // Within what was reserved, even if making room rebuilt the ring and moved the index.
         let (header, taken) = writeEntry(entry, at: offset, within: reserved, inSpan: deadRoom != nil, room: deadRoom)
         if deadRoom == nil {

@@ -315,27 +315,6 @@ struct RecordHeader: Equatable {
         let storedAt: UInt64
         let dataChecksum: UInt32
 
-        @inline(__always)
-        init(first: UInt64, lengths: UInt64, sequence: UInt64, expiresAt: UInt64, storedAt: UInt64, dataChecksum: UInt32) {
-            self.first = first
-            self.lengths = lengths
-            self.sequence = sequence
-            self.expiresAt = expiresAt
-            self.storedAt = storedAt
-            self.dataChecksum = dataChecksum
-        }
-
-        /// The words of `header`, that of a live entry.
-        init(_ header: RecordHeader) {
-            assert(header.kind == .entry && header.isLive)
-            self.init(first: Word0.compose(kind: .entry, flags: header.flags, keyLength: header.keyLength) | Word0.liveBit
-                          | UInt64(header.slideCount) << Word0.slideShift,
-                      lengths: UInt64(UInt32(truncatingIfNeeded: header.storedLength))
-                          | UInt64(UInt32(truncatingIfNeeded: header.rawLength)) << 32,
-                      sequence: header.sequence, expiresAt: header.expiresAt, storedAt: header.storedAt,
-                      dataChecksum: header.dataChecksum)
-        }
-
         var header: RecordHeader {
             @inline(__always) get {
                 RecordHeader(kind: .entry, flags: UInt8(truncatingIfNeeded: first >> 24), isLive: true,
@@ -498,5 +477,19 @@ struct RecordHeader: Equatable {
         if UInt64(littleEndian: lrd_load_acquire_u64(record)) & Word0.visitedBit != 0 { return }
         let expected = Word0.compose(kind: kind, flags: flags, keyLength: keyLength) | Word0.liveBit
         _ = lrd_cas_u64(record, expected.littleEndian, (expected | Word0.visitedBit).littleEndian)
+    }
+}
+
+extension RecordHeader.EntryWords {
+    /// The words of `header`, that of a live entry.
+    init(_ header: RecordHeader) {
+        assert(header.kind == .entry && header.isLive)
+        typealias Word0 = RecordHeader.Word0
+        self.init(first: Word0.compose(kind: .entry, flags: header.flags, keyLength: header.keyLength) | Word0.liveBit
+                      | UInt64(header.slideCount) << Word0.slideShift,
+                  lengths: UInt64(UInt32(truncatingIfNeeded: header.storedLength))
+                      | UInt64(UInt32(truncatingIfNeeded: header.rawLength)) << 32,
+                  sequence: header.sequence, expiresAt: header.expiresAt, storedAt: header.storedAt,
+                  dataChecksum: header.dataChecksum)
     }
 }

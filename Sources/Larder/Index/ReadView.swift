@@ -274,19 +274,13 @@ struct FoundEntry {
     let inDraining: Bool
     let slotIndex: Int
 
-    @inline(__always)
-    init(offset: Int, words: RecordHeader.EntryWords, inDraining: Bool, slotIndex: Int) {
-        self.offset = offset
-        self.words = words
-        self.inDraining = inDraining
-        self.slotIndex = slotIndex
-    }
-
-    init(offset: Int, header: RecordHeader, inDraining: Bool, slotIndex: Int) {
-        self.init(offset: offset, words: RecordHeader.EntryWords(header), inDraining: inDraining, slotIndex: slotIndex)
-    }
-
     var header: RecordHeader {
         @inline(__always) get { words.header }
+    }
+}
+
+extension FoundEntry {
+    init(offset: Int, header: RecordHeader, inDraining: Bool, slotIndex: Int) {
+        self.init(offset: offset, words: RecordHeader.EntryWords(header), inDraining: inDraining, slotIndex: slotIndex)
     }
 }
