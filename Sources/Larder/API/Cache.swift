@@ -401,10 +401,13 @@ public final class Cache: @unchecked Sendable {
         if let start = key.baseAddress { lrd_prefetch(start) }
         guard let view = readView(forKeyLength: key.count) else { return try copyValueCarefully(forKeyBytes: key, into: buffer) }
         var length = 0
-        let status = lrd_view_get(view, key.baseAddress, key.count, buffer.baseAddress, buffer.count, &length,
-                                  Unmanaged.passUnretained(self).toOpaque()) {
-            handle, key, keyLength, buffer, bufferLength, valueLength in
-            Cache.copyValueUnsettled(handle, key, keyLength, buffer, bufferLength, valueLength)
+        // The length is lent without a stack guard: five instructions on every read.
+        let status = _withUnprotectedUnsafeMutablePointer(to: &length) { length in
+            lrd_view_get(view, key.baseAddress, key.count, buffer.baseAddress, buffer.count, length,
+                         Unmanaged.passUnretained(self).toOpaque()) {
+                handle, key, keyLength, buffer, bufferLength, valueLength in
+                Cache.copyValueUnsettled(handle, key, keyLength, buffer, bufferLength, valueLength)
+            }
         }
         if status == Int32(LRD_VIEW_GET_FOUND) { return length }
         if status == Int32(LRD_VIEW_GET_ABSENT) { return nil }

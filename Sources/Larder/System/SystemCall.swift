@@ -36,16 +36,22 @@ enum SystemCall {
 
     /// Milliseconds from an arbitrary start that never jumps (for timeouts).
     static func monotonicMilliseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) &* 1000 &+ UInt64(ts.tv_nsec / 1_000_000)
+        milliseconds(of: CLOCK_MONOTONIC)
     }
 
     /// Milliseconds since the Unix epoch, from the wall clock (expiry times are wall-clock times,
     /// shared between processes). Served from the vDSO / commpage: no system call.
     static func nowMilliseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return UInt64(ts.tv_sec) &* 1000 &+ UInt64(ts.tv_nsec / 1_000_000)
+        milliseconds(of: CLOCK_REALTIME)
+    }
+
+    /// The milliseconds of `clock`, in unsigned arithmetic (a time before its start counts as
+    /// its start). The time is read into memory that is not given a stack guard: the callers are
+    /// the puts and reads, and a guard is five instructions on each.
+    @inline(__always)
+    private static func milliseconds(of clock: clockid_t) -> UInt64 {
+        var time = timespec()
+        _ = _withUnprotectedUnsafeMutablePointer(to: &time) { clock_gettime(clock, $0) }
+        return UInt64(truncatingIfNeeded: max(time.tv_sec, 0)) &* 1000 &+ UInt64(truncatingIfNeeded: time.tv_nsec) / 1_000_000
     }
 }
