@@ -35,23 +35,23 @@ extension CacheStore {
         }
         // A new key in a file at its standing count limit (none: one compare).
         if replaced == nil && limits.value.isAtCountLimit(entryCount: state.entryCount) { try makeRoomInCountLimit(forPlacing: size) }
-        try place(entry, size: size, hash: hash, replacing: replaced)
+        try place(entry, size: size, hash: hash, replacing: replaced != nil)
         changes.record(hash: hash.value, kind: .stored)
     }
 
     /// Places `entry`, a record of `size` bytes (LZ4's bound when compressing), where the ring
     /// and the free list give room, then points the index at it: the rest of `put`.
     ///
-    /// - Parameter replaced: the live entry of the key found before the placement, if any.
+    /// - Parameter replaced: whether a live entry of the key was found before the placement.
     @inline(__always)
-    private func place(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?) throws(LarderError) {
+    private func place(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: Bool) throws(LarderError) {
         try place(entry, size: size, hash: hash, replacing: replaced, isRetry: false)
     }
 
     /// `place`, with `isRetry` set for the second placement after a recovery that dropped the
     /// first. Most puts need neither room in the index nor compression: one test, inline.
     @inline(__always)
-    private func place(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?,
+    private func place(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: Bool,
                        isRetry: Bool) throws(LarderError) {
         let recoveries = state.counter(.recoveries)
         if state.entryCount < active.loadLimit && !entry.compressing {
@@ -64,7 +64,7 @@ extension CacheStore {
     /// `place` when the index must grow first, or the value is to be compressed (ahead, when a
     /// room of its compressed size may be listed).
     @inline(never)
-    private func placeAfterPreparing(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?,
+    private func placeAfterPreparing(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: Bool,
                                      isRetry: Bool, recoveries: UInt64) throws(LarderError) {
         var entry = entry, size = size
         let key = entry.key, value = entry.value
@@ -85,7 +85,7 @@ extension CacheStore {
     /// The rest of `place`: the room, the record, the index. `recoveries` is the count of
     /// recoveries when the placement began.
     @inline(never)
-    private func placeRecord(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: FoundEntry?,
+    private func placeRecord(_ entry: NewEntry, size: Int, hash: KeyHash, replacing replaced: Bool,
                              isRetry: Bool, recoveries: UInt64) throws(LarderError) {
         let key = entry.key
         // Below the capacity a large record takes the room of one replaced or removed before it
@@ -107,7 +107,7 @@ extension CacheStore {
         // still absent unless a recovery while making room brought an older record of it back.
         let slot = HashTable.slot(tag: hash.tag, offset: offset)
         let recovered = state.counter(.recoveries) != recoveries
-        if let old = replaced != nil || recovered ? lookup(key, hash: hash) : nil {
+        if let old = replaced || recovered ? lookup(key, hash: hash) : nil {
             // A reader of another process may hold the old slot and find its record dead
             // before it sees the new one: the epoch makes it look again instead of missing.
             beginIndexChange()
@@ -130,7 +130,7 @@ extension CacheStore {
             guard !isRetry, !entry.isFromThisMap else {
                 throw LarderError(.corrupt, "the index was damaged and has been rebuilt; the value was not stored", path: path)
             }
-            try place(entry, size: size, hash: hash, replacing: lookup(key, hash: hash), isRetry: true)
+            try place(entry, size: size, hash: hash, replacing: lookup(key, hash: hash) != nil, isRetry: true)
             return
         }
         addToLiveCounts(header)
