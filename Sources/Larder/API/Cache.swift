@@ -696,7 +696,8 @@ public final class Cache: @unchecked Sendable {
         lockReference._withUnsafeGuaranteedRef { $0.lockExclusive() }
         do throws(LarderError) {
             try checkOpen()
-            try storeReference.lend { (store) throws(LarderError) in try store.acquireWriterLock() }
+            // An open handle's store is open, and was opened in this process.
+            try storeReference.lend { (store) throws(LarderError) in try store.acquireWriterLockWhileOpen() }
         } catch {
             lockReference._withUnsafeGuaranteedRef { $0.unlockExclusive() }
             throw error

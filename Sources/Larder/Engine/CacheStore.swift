@@ -668,7 +668,15 @@ final class CacheStore {
     /// dead holder left, and takes up other processes' changes. On success the caller must call
     /// `releaseWriterLock()`; on failure the lock is not held.
     func acquireWriterLock() throws(LarderError) {
-        try checkWritable()
+        try checkOpen()
+        try acquireWriterLockWhileOpen()
+    }
+
+    /// `acquireWriterLock` for a caller that has checked that the store is open and was opened
+    /// in this process (a `Cache` whose handle is open): `Cache`'s writes, which would otherwise
+    /// check it twice.
+    func acquireWriterLockWhileOpen() throws(LarderError) {
+        if isReadOnly { throw readOnlyError() }
         let area = state.writerLockArea
         let rc = lrd_writer_lock_fast(area) != 0 ? Int32(LRD_LOCK_ACQUIRED) : lrd_writer_lock(area, file.descriptor.rawValue)
         guard rc >= 0 else { return try writerLockFailed(rc) }
