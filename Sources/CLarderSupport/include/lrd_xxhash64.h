@@ -70,23 +70,18 @@ __attribute__((always_inline)) static inline uint64_t lrd_xxh64(const void *data
         h = lrd_xxh_rotl(h, 23) * LRD_XXH_P2 + LRD_XXH_P3;
         p += 4;
     }
-    switch (left & 3) {
-    case 3:
+    /* The last 0-3 bytes in order, as the reference takes them: two, then one, without the
+     * jump table a switch on the count compiles to. */
+    if (left & 2) {
         h ^= p[0] * LRD_XXH_P5;
         h = lrd_xxh_rotl(h, 11) * LRD_XXH_P1;
-        p++;
-        /* fall through */
-    case 2:
+        h ^= p[1] * LRD_XXH_P5;
+        h = lrd_xxh_rotl(h, 11) * LRD_XXH_P1;
+        p += 2;
+    }
+    if (left & 1) {
         h ^= p[0] * LRD_XXH_P5;
         h = lrd_xxh_rotl(h, 11) * LRD_XXH_P1;
-        p++;
-        /* fall through */
-    case 1:
-        h ^= p[0] * LRD_XXH_P5;
-        h = lrd_xxh_rotl(h, 11) * LRD_XXH_P1;
-        break;
-    default:
-        break;
     }
     h ^= h >> 33;
     h *= LRD_XXH_P2;
