@@ -146,18 +146,20 @@ struct TailReclaimer {
     }
 
     /// Passes the run of dead entries at the tail, as `step` passes each, while fewer than
-    /// `budget` bytes are passed, and returns the bytes passed. The run ends before anything
-    /// else (padding, a live entry, an index segment, damage), which `step` then decides on, and
-    /// at the ring's end, an index segment or the head. Needs none of the meta copy's figures:
-    /// no reclaimer, no decoded header, no `Step` per record.
+    /// `budget` bytes are passed (1: one entry), and returns the bytes passed. The run ends
+    /// before anything else (padding, a live entry, an index segment, damage), which `step` then
+    /// decides on, and at the ring's end, an index segment or the head. Needs none of the meta
+    /// copy's figures: no reclaimer, no decoded header, no `Step` per record.
     @inline(__always)
     static func passDeadEntries(_ ring: inout RingAllocator, budget: Int) -> Int {
         let state = ring.state
         let tail = state.tail, head = state.head
         // `read`'s limit, and no stretch that `step` would refuse (an island) or that would
-        // change what the caller's budget assumes (the head).
-        guard tail >= 0, tail < head, budget > 0 else { return 0 }
-        let limit = ring.layout.islandFreeEnd(from: tail, limit: min(ring.ringEnd, ring.file.size, head))
+        // change what a caller's budget assumes: the islands in the gap, which change only when
+        // the tail passes one's start or the head (a tail at the head passes nothing here).
+        guard tail >= 0, budget > 0 else { return 0 }
+        let end = min(ring.ringEnd, ring.file.size)
+        let limit = ring.layout.islandFreeEnd(from: tail, limit: tail > head ? end : min(end, head))
         guard limit > tail else { return 0 }
         let passed = Int(truncatingIfNeeded: lrd_dead_entries(ring.file.viewBase + tail, UInt64(limit &- tail),
                                                               UInt64(budget), ring.seed))
