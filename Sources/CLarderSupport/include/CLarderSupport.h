@@ -5,7 +5,8 @@
  *
  * Checksums, hashing, atomics on shared (mapped) memory, byte-range file locks
  * and two per-thread words; and the functions that know the record header (lrd_entry_copy and
- * lrd_view_get: the usual read, the format's checks in one call).
+ * lrd_view_get: the usual read, the format's checks in one call; lrd_entry_write; and
+ * lrd_dead_entries, the tail's walk over dead entries).
  */
 #ifndef CLARDER_SUPPORT_H
 #define CLARDER_SUPPORT_H
@@ -133,6 +134,13 @@ typedef struct {
  * LRD_ENTRY_VISITED. Bits 0-7 of `flags` are the header's flag byte. Returns the data checksum.
  * The key and value must not overlap the record unless the key is in place (NULL). */
 uint32_t lrd_entry_write(void *record, uint32_t seed, uint32_t flags, const lrd_entry_fields *fields);
+
+/* The bytes of the run of dead entries at `record` (16-byte aligned; the caller holds the writer
+ * lock, and `room` bytes of the file follow `record`): entries with state 0 whose headers pass the
+ * format's checks (docs/FORMAT.md 4), as `RecordHeader.read` makes them, each within `room`. The
+ * run stops before the first other record, and before any record once `budget` bytes or more are
+ * passed. 0 when `record` holds no such entry. The tail passes the run (dead_entries.c). */
+uint64_t lrd_dead_entries(const void *record, uint64_t room, uint64_t budget, uint32_t seed);
 
 /* XXH64 with the given seed, bit-exact with the reference xxHash: lrd_xxh64 (inline). */
 #include "lrd_xxhash64.h"

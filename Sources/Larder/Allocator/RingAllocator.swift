@@ -227,6 +227,19 @@ struct RingAllocator: ~Copyable {
         return span - live - layout.islandBytes >= threshold || garbageBytes >= threshold
     }
 
+    /// Bytes of dead records the tail may pass one after another, each while
+    /// `garbageOutweighsLiveData` still holds: 0 when it does not hold now. It holds exactly while
+    /// the garbage is at least the threshold (the garbage never exceeds the span less the live
+    /// data). Passing dead records takes their bytes off the garbage; the islands counted in it
+    /// stay so while the tail passes no island's start and not the head.
+    var deadBytesPassable: Int {
+        @inline(__always) get {
+            let passable = garbageBytes - max(state.liveRecordBytes, reclaimSlack) + 1
+            assert((passable > 0) == garbageOutweighsLiveData, "the garbage measured twice")
+            return max(0, passable)
+        }
+    }
+
     /// Whether the head has come round behind the tail: its free run then ends at the tail, and
     /// the file cannot grow until the tail has passed the ring's end.
     var headIsBehindTail: Bool {
@@ -396,6 +409,17 @@ struct RingLayout {
             return island.start < end && start < island.end
         }
         return overlaps(activeIsland) || overlaps(drainingIsland)
+    }
+
+    /// The end of the stretch from `offset` up to `limit` that no live index segment shares a
+    /// byte with: the start of the first one after `offset`, or `offset` itself when one holds it.
+    @inline(__always)
+    func islandFreeEnd(from offset: Int, limit: Int) -> Int {
+        func end(_ island: (start: Int, end: Int)?, _ limit: Int) -> Int {
+            guard let island, island.end > offset else { return limit }
+            return min(limit, max(offset, island.start))
+        }
+        return end(drainingIsland, end(activeIsland, limit))
     }
 
     /// The fixed part of the free bytes kept in front of the head in a ring of `ringBytes`.

@@ -119,8 +119,14 @@ extension CacheStore {
         var remaining = max(4 * size, 4 << 10)
         var budget = ReclaimBudget.unlimitedRelocation
         while remaining > 0, state.spanBytes > 0, allocator.value.garbageOutweighsLiveData {
-            let passed = try reclaimTailRecord(budget: &budget, unrelocated: .leave)
-            if passed == 0 { return }
+            // Most records met here are dead entries: a run of them is passed in one go, as far
+            // as these tests would let it go one record at a time.
+            let passable = min(remaining, state.spanBytes, allocator.value.deadBytesPassable)
+            var passed = TailReclaimer.passDeadEntries(&allocator.value, budget: passable)
+            if passed == 0 {
+                passed = try reclaimTailRecord(budget: &budget, unrelocated: .leave)
+                if passed == 0 { return }
+            }
             remaining -= passed
         }
     }

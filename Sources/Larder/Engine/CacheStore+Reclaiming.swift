@@ -15,6 +15,9 @@ extension CacheStore {
     /// passed, or 0 when it moved to the ring's start, rebuilt a damaged ring, or left a record.
     @discardableResult
     func reclaimTailRecord(budget: inout ReclaimBudget, unrelocated: UnrelocatedRecord) throws(LarderError) -> Int {
+        // A dead entry, what the tail meets most, is passed without a step.
+        let passed = TailReclaimer.passDeadEntries(&allocator.value, budget: 1)
+        if passed > 0 { return passed }
         let tail = state.tail
         let reclaimer = reclaimer
         switch reclaimer.step(&allocator.value, budget: &budget, unrelocated: unrelocated) {

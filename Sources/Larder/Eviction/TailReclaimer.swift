@@ -1,3 +1,5 @@
+import CLarderSupport
+
 /// Eviction: what happens to the record at the tail when the head needs its space.
 ///
 /// The policy is CLOCK over the ring (second chance, as in memcached's and CacheLib's FIFO
@@ -95,11 +97,11 @@ struct TailReclaimer {
         let tail = state.tail
         if tail >= ringEnd {
             // Only a damaged state gets here: the tail belongs at the ring's start then.
-            moveTail(&ring, to: ringStart, consumed: 0)
+            Self.moveTail(&ring, to: ringStart, consumed: 0)
             return .passed(0)
         }
         if let length = RecordHeader.paddingLength(in: ring.file, at: tail, limit: ringEnd) {
-            moveTail(&ring, to: tail + length, consumed: length)
+            Self.moveTail(&ring, to: tail + length, consumed: length)
             return .passed(length)
         }
         // A segment header counts only where a segment can be (FORMAT.md 4.7), and an entry only
@@ -139,13 +141,35 @@ struct TailReclaimer {
                 }
             }
         }
-        moveTail(&ring, to: tail + size, consumed: size)
+        Self.moveTail(&ring, to: tail + size, consumed: size)
         return .passed(size)
+    }
+
+    /// Passes the run of dead entries at the tail, as `step` passes each, while fewer than
+    /// `budget` bytes are passed (1: one entry), and returns the bytes passed. The run ends
+    /// before anything else (padding, a live entry, an index segment, damage), which `step` then
+    /// decides on, and at the ring's end, an index segment or the head. Needs none of the meta
+    /// copy's figures: no reclaimer, no decoded header, no `Step` per record.
+    @inline(__always)
+    static func passDeadEntries(_ ring: inout RingAllocator, budget: Int) -> Int {
+        let state = ring.state
+        let tail = state.tail, head = state.head
+        // `read`'s limit, and no stretch that `step` would refuse (an island) or that would
+        // change what a caller's budget assumes: the islands in the gap, which change only when
+        // the tail passes one's start or the head (a tail at the head passes nothing here).
+        guard tail >= 0, budget > 0 else { return 0 }
+        let end = min(ring.ringEnd, ring.file.size)
+        let limit = ring.layout.islandFreeEnd(from: tail, limit: tail > head ? end : min(end, head))
+        guard limit > tail else { return 0 }
+        let passed = Int(truncatingIfNeeded: lrd_dead_entries(ring.file.viewBase + tail, UInt64(limit &- tail),
+                                                              UInt64(budget), ring.seed))
+        if passed > 0 { moveTail(&ring, to: tail &+ passed, consumed: passed) }
+        return passed
     }
 
     /// Moves the tail past the entry of `size` bytes at `offset`, taken out of the index.
     func passRemoved(_ ring: inout RingAllocator, at offset: Int, size: Int) {
-        moveTail(&ring, to: offset + size, consumed: size)
+        Self.moveTail(&ring, to: offset + size, consumed: size)
     }
 
     /// Below the capacity, with the head come round behind the tail, keeps the live record of
@@ -216,11 +240,11 @@ struct TailReclaimer {
     private func moveTail(_ ring: inout RingAllocator, pastRecordAt offset: Int, size: Int) {
         ring.deadRooms.list.tailPassed(size)
         ring.state.tail = offset + size >= ring.ringEnd ? ring.ringStart : offset + size
-        checkInvariants(ring)
+        Self.checkInvariants(ring)
     }
 
     @inline(__always)
-    private func moveTail(_ ring: inout RingAllocator, to offset: Int, consumed: Int) {
+    private static func moveTail(_ ring: inout RingAllocator, to offset: Int, consumed: Int) {
         let state = ring.state
         ring.deadRooms.list.tailPassed(consumed)
         state.spanBytes = max(0, state.spanBytes - consumed)
@@ -230,11 +254,11 @@ struct TailReclaimer {
             state.tail = state.head
             ring.deadRooms.list.removeAll()
         }
-        checkInvariants(ring)
+        Self.checkInvariants(ring)
     }
 
     @inline(__always)
-    private func checkInvariants(_ ring: borrowing RingAllocator) {
+    private static func checkInvariants(_ ring: borrowing RingAllocator) {
         #if DEBUG
         let state = ring.state
         precondition(state.spanBytes >= 0, "a negative span")
