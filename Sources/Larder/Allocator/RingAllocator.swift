@@ -181,7 +181,7 @@ struct RingAllocator: ~Copyable {
     private mutating func roomKeepsSlack(for size: Int, head: Int, tail: Int) -> Bool {
         let span = state.spanBytes
         guard head &+ size <= (span > 0 && tail >= head ? tail : ringEnd) else { return false }
-        return span == 0 || gapBytes(head: head, tail: tail, span: span) >= size &+ slack(for: size)
+        return span == 0 || gap(gapBytes(head: head, tail: tail, span: span), keepsSlackFor: size)
     }
 
     /// Whether a reader's pin covers one record whole, within the free run that ends at
@@ -207,9 +207,14 @@ struct RingAllocator: ~Copyable {
     /// `parkedIslandBytes` with head, tail and span read already.
     @inline(__always)
     private func parkedIslandBytes(head: Int, tail: Int, span: Int) -> Int {
+        // In ring order the gap is [head, tail): an island starts in it when its start lies in
+        // [head, tail) for a tail ahead of the head, and outside [tail, head) otherwise (all of
+        // the ring, for a tail at the head). One unsigned comparison an island.
+        let ahead = tail > head
+        let lower = ahead ? head : tail
+        let width = UInt(bitPattern: ahead ? tail &- head : head &- tail)
         func parked(_ start: Int, _ length: Int) -> Int {
-            let inGap = span == 0 || (tail > head ? start >= head && start < tail : start >= head || start < tail)
-            return inGap ? length : 0
+            span == 0 || (UInt(bitPattern: start &- lower) < width) == ahead ? length : 0
         }
         return parked(layout.activeStart, layout.activeLength) &+ parked(layout.drainingStart, layout.drainingLength)
     }
@@ -269,6 +274,14 @@ struct RingAllocator: ~Copyable {
     @inline(__always)
     func slack(for size: Int) -> Int {
         slackTerms.slack(for: size, live: state.liveRecordBytes)
+    }
+
+    /// Whether a gap of `gap` bytes keeps a record of `size` bytes and its slack: first against
+    /// the most the slack can be (`SlackTerms.most(for:)`), which needs no live bytes, and
+    /// usually is the slack below the compaction threshold.
+    @inline(__always)
+    func gap(_ gap: Int, keepsSlackFor size: Int) -> Bool {
+        gap >= size &+ slackTerms.most(for: size) || gap >= size &+ slack(for: size)
     }
 
     /// Whether wrapping at the ring's end, rather than growing the file, would leave at least

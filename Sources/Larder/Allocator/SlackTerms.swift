@@ -35,4 +35,12 @@ struct SlackTerms: Equatable {
         let extra = max(2 &* min(size, eighth), passedRoom)
         return fixed &+ max(0, min(extra, attainable))
     }
+
+    /// The most the slack can be for a record of `size` bytes, whatever the live bytes: the
+    /// fixed slack, and twice the record's size or the room of the largest record passed in
+    /// place. (`min(size, eighth) <= size`, and the fixed slack alone is less.)
+    @inline(__always)
+    func most(for size: Int) -> Int {
+        fixed &+ max(2 &* size, passedRoom)
+    }
 }
