@@ -273,7 +273,8 @@ struct RingAllocator: ~Copyable {
     /// values.
     @inline(__always)
     func slack(for size: Int) -> Int {
-        slackTerms.slack(for: size, live: state.liveRecordBytes)
+        checkInvariants()
+        return slackTerms.slack(for: size, live: state.liveRecordBytes)
     }
 
     /// Whether a gap of `gap` bytes keeps a record of `size` bytes and its slack: first against
@@ -281,7 +282,8 @@ struct RingAllocator: ~Copyable {
     /// usually is the slack below the compaction threshold.
     @inline(__always)
     func gap(_ gap: Int, keepsSlackFor size: Int) -> Bool {
-        gap >= size &+ slackTerms.most(for: size) || gap >= size &+ slack(for: size)
+        checkInvariants()
+        return gap >= size &+ slackTerms.most(for: size) || gap >= size &+ slack(for: size)
     }
 
     /// Whether wrapping at the ring's end, rather than growing the file, would leave at least

@@ -9,7 +9,8 @@ struct SlackTerms: Equatable {
     /// Live record bytes above which the slack is the fixed one: the compaction threshold at
     /// the capacity, `Int.max` below it.
     let fixedAbove: Int
-    /// `U_F / 8` and `min(R, U_F / 4)`, with `U_F` the ring's present bytes less the islands.
+    /// `U_F / 8` and `min(R, U_F / 4)`, with `U_F` the ring's present bytes less the islands:
+    /// a record that had to be passed in place for want of room (`R`) asks for room next time.
     let eighth: Int
     let passedRoom: Int
     /// `U_F` less the fixed slack: what reclaiming dead records frees at most, before the live
