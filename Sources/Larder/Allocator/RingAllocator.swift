@@ -41,7 +41,9 @@ struct RingAllocator: ~Copyable {
     var deadRooms = DeadRooms()
     /// The largest record the tail passed in place: the room kept in front of the head grows to
     /// take it next time (`slack(for:)`), so that it moves instead of being passed lap after lap.
-    var largestRecordPassedInPlace = 0
+    private(set) var largestRecordPassedInPlace = 0
+    /// The slack's parts that change only with the fields above (`SlackTerms`).
+    private var slackTerms: SlackTerms
 
     init(meta: Meta, ringStart: Int, file: MappedFile, state: SharedState, readers: ReaderTable,
          pageWarmer: PageWarmer?) {
@@ -54,6 +56,8 @@ struct RingAllocator: ~Copyable {
         capacity = meta.capacity
         seed = meta.checksumSeed
         layout = RingLayout(meta: meta, ringStart: ringStart)
+        slackTerms = SlackTerms(ringStart: ringStart, ringEnd: ringEnd, capacity: capacity, layout: layout,
+                                largestRecordPassedInPlace: 0)
     }
 
     deinit {
@@ -66,12 +70,19 @@ struct RingAllocator: ~Copyable {
         capacity = meta.capacity
         seed = meta.checksumSeed
         layout = RingLayout(meta: meta, ringStart: ringStart)
-        checkInvariants()
+        updateSlackTerms()
     }
 
     /// Notes a record of `size` bytes the tail passed in place.
     mutating func notePassedInPlace(size: Int) {
         largestRecordPassedInPlace = max(largestRecordPassedInPlace, size)
+        updateSlackTerms()
+    }
+
+    /// Works the slack's parts out again after one of their inputs changed.
+    private mutating func updateSlackTerms() {
+        slackTerms = SlackTerms(ringStart: ringStart, ringEnd: ringEnd, capacity: capacity, layout: layout,
+                                largestRecordPassedInPlace: largestRecordPassedInPlace)
         checkInvariants()
     }
 
@@ -81,6 +92,9 @@ struct RingAllocator: ~Copyable {
         precondition(largestRecordPassedInPlace >= 0 && largestRecordPassedInPlace % FileLayout.recordAlignment == 0,
                      "not the size of a record")
         precondition(layout.islandBytes >= 0 && layout.reclaimSlack >= 0, "a negative layout")
+        precondition(slackTerms == SlackTerms(ringStart: ringStart, ringEnd: ringEnd, capacity: capacity, layout: layout,
+                                              largestRecordPassedInPlace: largestRecordPassedInPlace),
+                     "slack terms out of date")
         #endif
     }
 
@@ -104,7 +118,7 @@ struct RingAllocator: ~Copyable {
     var largestPlaceableRecord: Int { layout.largestPlaceableRecord }
 
     /// Live record bytes below which unread records are kept (relocated) rather than evicted.
-    var compactionThreshold: Int { usableRingBytes / 4 * 3 }
+    var compactionThreshold: Int { layout.compactionThreshold }
 
     /// Whether the file is below its capacity: it may still grow, and nothing is evicted.
     var isBelowCapacity: Bool {
@@ -141,30 +155,33 @@ struct RingAllocator: ~Copyable {
     /// the head aligned, `size` bytes free in front of it (up to the tail, the ring's end or an
     /// index segment), no range lent out, and nothing to reclaim first: below the capacity with
     /// the head ahead of the tail, no garbage to reclaim ahead; otherwise a gap that keeps the
-    /// slack. Returns the head then, as that loop would; nil otherwise, and the loop decides.
+    /// slack (unless the span is 0). Returns the head then, as that loop would; nil otherwise,
+    /// and the loop decides. The usual case comes first and reads the fewest fields.
     /// Mutating only to take the allocator by address: the fields a case reads are loaded then,
     /// not the whole value first. It changes nothing.
     @inline(__always)
     mutating func headRoom(for size: Int, alignment: Int) -> Int? {
         let head = state.head, end = head &+ size
         guard head & (alignment &- 1) == 0 else { return nil }
-        let span = state.spanBytes
-        if span > 0 {
-            let tail = state.tail
-            if tail >= head || ringEnd >= capacity {
-                guard end <= (tail >= head ? tail : ringEnd), gapBytes >= size &+ slack(for: size) else { return nil }
-            } else {
-                guard end <= ringEnd, !garbageOutweighsLiveData(span: span) else { return nil }
-            }
+        let tail = state.tail
+        if tail < head && ringEnd < capacity {
+            // Ahead of the tail below the capacity (a span of 0 here is damage: nil is safe).
+            guard end <= ringEnd, !garbageOutweighsLiveData(span: state.spanBytes) else { return nil }
         } else {
-            guard end <= ringEnd else { return nil }
+            guard roomKeepsSlack(for: size, head: head, tail: tail) else { return nil }
         }
-        func inTheWay(_ island: (start: Int, end: Int)?) -> Bool {
-            guard let island else { return false }
-            return island.start >= head && island.start < end
-        }
-        guard !inTheWay(activeIsland), !inTheWay(drainingIsland), readers.isEmpty else { return nil }
+        guard !layout.islandStarts(from: head, before: end), readers.isEmpty else { return nil }
         return head
+    }
+
+    /// `headRoom` behind the tail or at the capacity: whether `size` bytes at the head end by
+    /// the tail or the ring's end and, unless the span is 0, leave the gap its slack. Not
+    /// inlined, so that `headRoom` stays small enough to be inlined where a put calls it.
+    @inline(never)
+    private mutating func roomKeepsSlack(for size: Int, head: Int, tail: Int) -> Bool {
+        let span = state.spanBytes
+        guard head &+ size <= (span > 0 && tail >= head ? tail : ringEnd) else { return false }
+        return span == 0 || gap(gapBytes(head: head, tail: tail, span: span), keepsSlackFor: size)
     }
 
     /// Whether a reader's pin covers one record whole, within the free run that ends at
@@ -184,23 +201,34 @@ struct RingAllocator: ~Copyable {
 
     /// Bytes of index segments parked in the gap (which the span does not count).
     private var parkedIslandBytes: Int {
-        @inline(__always) get {
-            let head = state.head, tail = state.tail
-            let empty = state.spanBytes == 0
-            func parked(_ island: (start: Int, end: Int)?) -> Int {
-                guard let island else { return 0 }
-                let inGap = empty || (tail > head ? island.start >= head && island.start < tail
-                                                  : island.start >= head || island.start < tail)
-                return inGap ? island.end - island.start : 0
-            }
-            return parked(activeIsland) + parked(drainingIsland)
+        @inline(__always) get { parkedIslandBytes(head: state.head, tail: state.tail, span: state.spanBytes) }
+    }
+
+    /// `parkedIslandBytes` with head, tail and span read already.
+    @inline(__always)
+    private func parkedIslandBytes(head: Int, tail: Int, span: Int) -> Int {
+        // In ring order the gap is [head, tail): an island starts in it when its start lies in
+        // [head, tail) for a tail ahead of the head, and outside [tail, head) otherwise (all of
+        // the ring, for a tail at the head). One unsigned comparison an island.
+        let ahead = tail > head
+        let lower = ahead ? head : tail
+        let width = UInt(bitPattern: ahead ? tail &- head : head &- tail)
+        func parked(_ start: Int, _ length: Int) -> Int {
+            span == 0 || (UInt(bitPattern: start &- lower) < width) == ahead ? length : 0
         }
+        return parked(layout.activeStart, layout.activeLength) &+ parked(layout.drainingStart, layout.drainingLength)
     }
 
     /// Free bytes between head and tail in ring order, not counting the index segments that
     /// sit in that stretch.
     var gapBytes: Int {
-        @inline(__always) get { (ringEnd - ringStart) - state.spanBytes - parkedIslandBytes }
+        @inline(__always) get { gapBytes(head: state.head, tail: state.tail, span: state.spanBytes) }
+    }
+
+    /// `gapBytes` with head, tail and span read already.
+    @inline(__always)
+    private func gapBytes(head: Int, tail: Int, span: Int) -> Int {
+        (ringEnd &- ringStart) &- span &- parkedIslandBytes(head: head, tail: tail, span: span)
     }
 
     /// Bytes of the span that reclaiming would free: dead records and padding.
@@ -223,8 +251,8 @@ struct RingAllocator: ~Copyable {
     func garbageOutweighsLiveData(span: Int) -> Bool {
         let live = state.liveRecordBytes
         let threshold = max(live, reclaimSlack)
-        guard span - live >= threshold else { return false }
-        return span - live - layout.islandBytes >= threshold || garbageBytes >= threshold
+        guard span &- live >= threshold else { return false }
+        return span &- live &- layout.islandBytes >= threshold || garbageBytes >= threshold
     }
 
     /// Bytes of dead records the tail may pass one after another, each while
@@ -258,15 +286,17 @@ struct RingAllocator: ~Copyable {
     /// values.
     @inline(__always)
     func slack(for size: Int) -> Int {
-        let fixed = RingLayout.fixedSlack(ringBytes: ringEnd - ringStart)
-        let live = state.liveRecordBytes
-        guard ringEnd < capacity || live <= compactionThreshold else { return fixed }
-        // The islands always lie within the file.
-        let usable = usableRingBytes - (capacity - ringEnd)
-        let attainable = (usable - live - size - fixed) / 2
-        // A record that had to be passed in place for want of room asks for room next time.
-        let extra = max(2 * min(size, usable / 8), min(largestRecordPassedInPlace, usable / 4))
-        return fixed + max(0, min(extra, attainable))
+        checkInvariants()
+        return slackTerms.slack(for: size, live: state.liveRecordBytes)
+    }
+
+    /// Whether a gap of `gap` bytes keeps a record of `size` bytes and its slack: first against
+    /// the most the slack can be (`SlackTerms.most(for:)`), which needs no live bytes, and
+    /// usually is the slack below the compaction threshold.
+    @inline(__always)
+    func gap(_ gap: Int, keepsSlackFor size: Int) -> Bool {
+        checkInvariants()
+        return gap >= size &+ slackTerms.most(for: size) || gap >= size &+ slack(for: size)
     }
 
     /// Whether wrapping at the ring's end, rather than growing the file, would leave at least
@@ -362,6 +392,9 @@ struct RingLayout {
     /// The live index segments (at most two) as `[start, end)` ranges.
     let activeIsland: (start: Int, end: Int)?
     let drainingIsland: (start: Int, end: Int)?
+    /// The same as starts and lengths, `Int.max` and 0 for none: the tests of every placement,
+    /// with no optional to unwrap.
+    let activeStart, activeLength, drainingStart, drainingLength: Int
     /// The largest record that can ever be placed: the longest stretch of the ring, at full
     /// capacity, between index segments.
     let largestPlaceableRecord: Int
@@ -382,6 +415,8 @@ struct RingLayout {
         let capacity = meta.capacity
         activeIsland = island(meta.activeIndex)
         drainingIsland = island(meta.drainingIndex)
+        (activeStart, activeLength) = activeIsland.map { ($0.start, $0.end - $0.start) } ?? (.max, 0)
+        (drainingStart, drainingLength) = drainingIsland.map { ($0.start, $0.end - $0.start) } ?? (.max, 0)
         var first = activeIsland
         var second = drainingIsland
         if let a = first, let b = second, b.start < a.start { swap(&first, &second) }
@@ -398,6 +433,17 @@ struct RingLayout {
         self.islandBytes = islandBytes
         usableRingBytes = capacity - ringStart - islandBytes
         reclaimSlack = Self.fixedSlack(ringBytes: capacity - ringStart)
+    }
+
+    /// Live record bytes below which unread records are kept (relocated) rather than evicted.
+    var compactionThreshold: Int { usableRingBytes / 4 * 3 }
+
+    /// Whether an island starts in `[start, end)`, for `start` in the ring: one unsigned
+    /// comparison an island (a start of `Int.max` is never in it).
+    @inline(__always)
+    func islandStarts(from start: Int, before end: Int) -> Bool {
+        let length = UInt(bitPattern: end &- start)
+        return UInt(bitPattern: activeStart &- start) < length || UInt(bitPattern: drainingStart &- start) < length
     }
 
     /// Whether `[start, end)` shares a byte with a live index segment: in a sound file no record

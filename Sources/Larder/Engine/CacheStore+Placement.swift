@@ -18,9 +18,16 @@ extension CacheStore {
     /// ahead of what the head needs, so that a record read since the tail last passed finds room
     /// to be relocated. Below the capacity, once the placement has spent its relocation budget,
     /// the record goes wherever it fits.
+    ///
+    /// Inlined into its callers: with the rest out of line (`reserveMakingRoom`,
+    /// `RingAllocator.roomKeepsSlack`) it stays within the 64 blocks up to which Swift 6.3
+    /// inlines a function marked `@inline(__always)` into a large caller such as `placeRecord`.
     @inline(__always)
     func reserve(_ size: Int, alignment: Int = FileLayout.recordAlignment) throws(LarderError) -> Int {
         precondition(size > 0 && size % FileLayout.recordAlignment == 0)
+        #if DEBUG
+        if !testHooks.takesHeadRoomFirst { return try reserveMakingRoom(size, alignment: alignment) }
+        #endif
         // Most placements: room free at the head, nothing to reclaim (one look at the state).
         if let start = allocator.value.headRoom(for: size, alignment: alignment) { return start }
         return try reserveMakingRoom(size, alignment: alignment)

@@ -14,6 +14,12 @@ extension CacheStore {
     var lapsGivenUp: Int { testHooks.lapsGivenUp }
     var recordsPlacedInDeadRoom: Int { testHooks.recordsPlacedInDeadRoom }
 
+    /// Off only in tests of the head's usual room against the general loop (debug builds).
+    var takesHeadRoomFirst: Bool {
+        get { testHooks.takesHeadRoomFirst }
+        set { testHooks.takesHeadRoomFirst = newValue }
+    }
+
     /// Off only in tests of the ring's own reuse of room, which large records meet when no listed
     /// room fits them.
     var reusesDeadRoom: Bool {
