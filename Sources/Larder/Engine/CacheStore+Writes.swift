@@ -24,7 +24,7 @@ extension CacheStore {
         let deadline = expiry.deadline(now: now, storedAt: storedAt)
         let entry = NewEntry(key: key, value: value, stored: value, flags: expiry.flags(now: now, deadline: deadline),
                              compressing: compressing, storedAt: storedAt, expiresAt: deadline,
-                             isFromThisMap: file.mapsAnyOf(key) || file.mapsAnyOf(value))
+                             isFromThisMap: readers.mayBeLending && (file.mapsAnyOf(key) || file.mapsAnyOf(value)))
         // A replaced entry whose room takes the new record is written over (FORMAT.md 6.9): no
         // room taken at the head, nothing evicted, no slot changed.
         let replaced = lookupToReplace(key, hash: hash)
@@ -150,7 +150,8 @@ extension CacheStore {
         let expiresAt: UInt64
         /// Whether the caller's key or value lies in this file's map (lent by `withValue` of
         /// another handle on the file): it may be the very record written over, and is moved as
-        /// `memmove` moves.
+        /// `memmove` moves. Only a lend hands out the map's bytes, and it pins their record
+        /// first: with no pin counted, the addresses are not compared.
         let isFromThisMap: Bool
     }
 

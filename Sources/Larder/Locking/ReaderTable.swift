@@ -80,6 +80,13 @@ struct ReaderTable {
         _ = lrd_fetch_add_u64(count, UInt64.max)
     }
 
+    /// Whether a record may be lent out now, in any process: false when no pin is counted. A
+    /// caller inside a lend of its own sees its own pin (taken before the lend began), so no
+    /// fence is needed for that question, unlike `isEmpty`'s.
+    var mayBeLending: Bool {
+        lrd_load_acquire_u64(count) != 0
+    }
+
     /// Whether any record is pinned now, in any process: the writer's fast path.
     var isEmpty: Bool {
         lrd_fence_seq_cst()
