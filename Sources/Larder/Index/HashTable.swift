@@ -94,6 +94,24 @@ struct HashTable {
         return nil
     }
 
+    /// Where `tag`'s probe sequence first meets an empty slot or a slot of the tag: its index and
+    /// value (`empty` for an empty slot), or nil when it meets neither (a damaged table). A
+    /// writer's lookup: the empty slot it may end at is where an insert of the tag would go.
+    @inline(__always)
+    func firstSlot(ofTag tag: UInt32) -> (index: Int, slot: UInt64)? {
+        let mask = slotCount &- 1
+        var index = home(ofTag: tag)
+        let end = index &+ slotCount
+        while index != end {
+            let slot = lrd_load_acquire_u64(slots + (index & mask))
+            if slot == HashTable.empty || (HashTable.isEntry(slot) && HashTable.tag(of: slot) == tag) {
+                return (index & mask, slot)
+            }
+            index &+= 1
+        }
+        return nil
+    }
+
     /// The slot holding exactly `slot` (a record's own tag and offset), if any.
     @inline(__always)
     func find(exactly slot: UInt64) -> Int? {
