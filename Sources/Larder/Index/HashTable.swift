@@ -21,7 +21,8 @@ struct HashTable {
     let slotCount: Int
     /// How far a tag shifts right to give its home: its top log2(slotCount) bits are the home.
     let homeShift: UInt32
-    var mask: Int { slotCount - 1 }
+    /// No overflow check: `slotCount` is at least `minimumSlotCount`.
+    var mask: Int { slotCount &- 1 }
 
     init(slots: UnsafeMutablePointer<UInt64>, slotCount: Int) {
         precondition(slotCount >= HashTable.minimumSlotCount && slotCount <= HashTable.maximumSlotCount
@@ -86,7 +87,8 @@ struct HashTable {
         while index != end {
             let slot = lrd_load_acquire_u64(slots + (index & mask))
             if slot == HashTable.empty { return nil }
-            if HashTable.isEntry(slot), HashTable.tag(of: slot) == tag, matches(HashTable.offset(of: slot)) {
+            // The tag first: most slots passed have another, and only then can it be a tombstone.
+            if HashTable.tag(of: slot) == tag, HashTable.isEntry(slot), matches(HashTable.offset(of: slot)) {
                 return index & mask
             }
             index &+= 1
@@ -104,7 +106,7 @@ struct HashTable {
         let end = index &+ slotCount
         while index != end {
             let slot = lrd_load_acquire_u64(slots + (index & mask))
-            if slot == HashTable.empty || (HashTable.isEntry(slot) && HashTable.tag(of: slot) == tag) {
+            if slot == HashTable.empty || (HashTable.tag(of: slot) == tag && HashTable.isEntry(slot)) {
                 return (index & mask, slot)
             }
             index &+= 1

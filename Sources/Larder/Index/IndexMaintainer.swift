@@ -203,6 +203,9 @@ struct IndexMaintainer {
     /// Moves the next `slots` slots of the draining table into the active one.
     mutating func migrate(slots: Int) -> MigrationStep {
         guard let old = tables.draining else { return .moved }
+        // A local copy: the slot stores below could alias `tables` for all the compiler knows,
+        // which reloaded the table's fields for every slot moved.
+        let active = tables.active
         var cursor = state.migrationCursor
         let end = min(old.slotCount, cursor + slots)
         // The epoch brackets the moves; a step that finds nothing to move changes no slot.
@@ -214,7 +217,7 @@ struct IndexMaintainer {
                     beginChange()
                     moving = true
                 }
-                guard tables.active.insert(slot) != nil else {
+                guard active.insert(slot) != nil else {
                     // The active table is full of slots the count does not know (a hostile file).
                     endChange()
                     return .damaged
