@@ -38,13 +38,13 @@ STEPS = {
         ("hash", r"lrd_xxh|KeyHash\.init"),
         ("lock", r"beginWrite|endWrite|acquireWriterLock|releaseWriterLock|lockExclusive|unlockExclusive"
                  r"|lrd_writer_lock|lrd_writer_unlock|lrd_rwlock|ReadWriteLock|sharedStateIsPlausible|isPlausible"),
-        ("lookup", r"lookupToReplace|lookupToRemove|HashTable\.find|ReadView|RecordHeader\.read|sameBytes"
+        ("lookup", r"lookupToReplace|lookupToRemove|HashTable\.find|HashTable\.firstSlot|ReadView|RecordHeader\.read|sameBytes"
                    r"|IndexMaintenance\.lookup|IndexMaintainer\.lookup|CacheStore\.lookup|currentView"),
         ("room", r"placement|reserve|RingAllocator|reclaim|TailReclaimer|DeadRoom|FreeList|growFile|freeRun"
                  r"|wrap|pad\(|parked|PageWarmer|takeDeadRoom"),
         ("record", r"writeEntry|RecordHeader\.write|lrd_crc32c_then_store|crc_then|crc_blocks|crc_chain|rewrite"
                    r"|entry_write|data_store"
-                   r"|header_crc|lrd_crc32c_record_header|writePadding"),
+                   r"|header_crc|lrd_crc32c_record_header|header_holds|writePadding"),
         ("index", r"HashTable\.|stepMigration|ensureIndexRoom|CacheIndex|IndexMaintenance|IndexMaintainer|repoint|insertSlot"),
         ("mark dead", r"markDead"),
         ("publish", r"publishView|PublishedView"),

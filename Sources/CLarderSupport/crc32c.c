@@ -417,6 +417,19 @@ uint32_t lrd_crc32c_record_header(uint32_t crc, const void *header) {
     return ~(hardware_available() ? header_crc_hardware(~crc, h) : header_crc_software(~crc, h));
 }
 
+#if defined(HARDWARE)
+HARDWARE static int header_holds_hardware(uint32_t seed, const uint8_t *h, uint64_t w0, uint64_t w1, uint64_t w5) {
+    return header_crc_words(seed, w0, w1, load64(h + 16), load64(h + 24), load64(h + 32), w5) == (uint32_t)(w5 >> 32);
+}
+#endif
+
+int lrd_record_header_holds(uint32_t seed, const void *header, uint64_t w0, uint64_t w1, uint64_t w5) {
+#if defined(HARDWARE)
+    if (hardware_available()) return header_holds_hardware(seed, (const uint8_t *)header, w0, w1, w5);
+#endif
+    return lrd_crc32c_record_header(seed, header) == (uint32_t)(w5 >> 32);
+}
+
 int lrd_crc32c_allow_folding(int allowed) {
 #if defined(__x86_64__)
     __atomic_store_n(&folding_allowed, allowed != 0, __ATOMIC_RELAXED);

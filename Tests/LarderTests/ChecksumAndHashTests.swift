@@ -41,6 +41,32 @@ struct ChecksumAndHashTests {
         }
     }
 
+    /// A writer's check of a record header, from words it loaded, covers the bytes of the header
+    /// checksum (FORMAT.md 4.4) and no others: any of bytes 0-3 and 6-43 changed fails it, and
+    /// the state and access bytes (4-5) may be anything.
+    @Test func theWritersHeaderCheckCoversTheChecksummedBytes() {
+        var generator = SplitMix(seed: 7)
+        let seed: UInt32 = 0x5EED_1234
+        for _ in 0..<50 {
+            var header = (0..<48).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let checksum = header.withUnsafeBytes { lrd_crc32c_record_header(seed, $0.baseAddress) }
+            withUnsafeBytes(of: checksum.littleEndian) { header.replaceSubrange(44..<48, with: $0) }
+            func holds(_ bytes: [UInt8]) -> Bool {
+                bytes.withUnsafeBytes { raw in
+                    lrd_record_header_holds(seed, raw.baseAddress, raw.load(as: UInt64.self),
+                                            raw.load(fromByteOffset: 8, as: UInt64.self),
+                                            raw.load(fromByteOffset: 40, as: UInt64.self)) != 0
+                }
+            }
+            #expect(holds(header))
+            for byte in 0..<48 {
+                var changed = header
+                changed[byte] ^= 0x10
+                #expect(holds(changed) == (byte == 4 || byte == 5), "byte \(byte)")
+            }
+        }
+    }
+
     @Test func copyingWithTheChecksumEqualsCopyingThenChecksumming() {
         let source = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
         for length in [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 299, 300] {

@@ -43,6 +43,13 @@ uint32_t lrd_crc32c_then_store(uint32_t crc, const void *prefix, size_t prefix_l
  * checksum of docs/FORMAT.md, in one call with no length to dispatch on. */
 uint32_t lrd_crc32c_record_header(uint32_t crc, const void *header);
 
+/* Whether the 48-byte record header at `header` holds its header checksum (bytes 44-47 of `w5`)
+ * chained onto `seed`, given its words 0, 1 and 5 as the caller loaded them (as stored): for a
+ * writer, under whose lock no header changes but for the access byte, which the checksum leaves
+ * out. Hidden: a direct call from the Swift core, without the export's indirection. */
+__attribute__((visibility("hidden"))) int lrd_record_header_holds(uint32_t seed, const void *header, uint64_t w0,
+                                                                  uint64_t w1, uint64_t w5);
+
 /* What lrd_entry_copy found: the entry's sequence number, and in `outcome` a status (bits 0-7),
  * the entry's flags (bits 8-15) and its value's length as callers see it (bits 32-63). */
 typedef struct {

@@ -9,9 +9,22 @@ extension CacheStore {
         lookup(key, hash: hash, valueFollows: false)
     }
 
-    /// Writer: `lookup` for a put, which may write its value over the entry found.
+    /// Writer: `lookup` for a put, which may write its value over the entry found. One that ends
+    /// at an empty slot (a new key) notes it, so that the put's insert need not probe again
+    /// (`insertIntoIndex`); any other forgets the slot noted before.
+    @inline(__always)
     func lookupToReplace(_ key: UnsafeRawBufferPointer, hash: KeyHash) -> FoundEntry? {
-        lookup(key, hash: hash, valueFollows: true)
+        let tables = index.value.tables
+        guard tables.draining == nil, let first = tables.active.firstSlot(ofTag: hash.tag) else {
+            index.value.forgetVacancy()
+            return lookupCarefully(key, hash: hash, valueFollows: true)
+        }
+        guard first.slot != HashTable.empty else {
+            index.value.noteVacancy(at: first.index, tag: hash.tag)
+            return nil
+        }
+        index.value.forgetVacancy()
+        return lookup(key, hash: hash, at: HashTable.offset(of: first.slot), slotIndex: first.index, valueFollows: true)
     }
 
     /// Without a migration (the usual case), inline: the first slot of the key's tag in the
@@ -28,6 +41,14 @@ extension CacheStore {
             offset = candidate
             return true
         }) else { return nil }
+        return lookup(key, hash: hash, at: offset, slotIndex: slotIndex, valueFollows: valueFollows)
+    }
+
+    /// The entry of `key` at `offset`, the record of slot `slotIndex` of the active table, the
+    /// first of its tag; else the careful lookup.
+    @inline(__always)
+    private func lookup(_ key: UnsafeRawBufferPointer, hash: KeyHash, at offset: Int, slotIndex: Int,
+                        valueFollows: Bool) -> FoundEntry? {
         if let found = currentView.writerEntry(of: key, at: offset, slotIndex: slotIndex, valueFollows: valueFollows) {
             return found
         }
@@ -46,6 +67,14 @@ extension CacheStore {
 
     func keyBytes(at offset: Int, header: RecordHeader) -> UnsafeRawBufferPointer {
         file.bytes(at: offset + RecordHeader.size, count: header.keyLength)
+    }
+
+    /// Puts `slot`, of a new key, in the active table: at the empty slot the put's lookup met
+    /// when no slot has changed since, else at the first empty slot of its probe sequence.
+    /// Returns nil when the table has none (a damaged index).
+    @inline(__always)
+    func insertIntoIndex(_ slot: UInt64) -> Int? {
+        index.value.insert(slot)
     }
 
     /// Points the slot holding exactly `old` at `new` (same tag, new place).

@@ -117,7 +117,7 @@ extension CacheStore {
             allocator.value.rememberDeadRoom(at: old.offset, header: old.header)
             removeFromLiveCounts(old.header)
             state.add(1, to: .updates)
-        } else if active.insert(slot) != nil {
+        } else if insertIntoIndex(slot) != nil {
             state.entryCount &+= 1
             state.add(1, to: .inserts)
         } else {

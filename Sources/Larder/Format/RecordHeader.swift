@@ -332,7 +332,8 @@ struct RecordHeader: Equatable {
     ///
     /// For the holder of the writer lock: no other writer changes the header meanwhile, and
     /// readers change only its access byte, which the checksum leaves out. So the checksum is
-    /// computed over the header in the map, and the fields are loaded after it.
+    /// computed from `word`, the two words loaded here and the rest of the header in the map
+    /// (`lrd_record_header_holds`), and the fields are loaded after it.
     /// `offset` is at most `limit - size`.
     @inline(__always)
     static func liveEntry(at record: UnsafeRawPointer, offset: Int, word: UInt64, keyLength: Int, limit: Int,
@@ -342,7 +343,7 @@ struct RecordHeader: Equatable {
         let storedLength = Int(UInt32(truncatingIfNeeded: lengths)), rawLength = Int(lengths >> 32)
         if valueFollows { lrd_prefetch_following(record, UInt64(size &+ keyLength &+ storedLength)) }
         let checksums = load(Field.dataChecksum)
-        guard UInt32(truncatingIfNeeded: checksums >> 32) == lrd_crc32c_record_header(seed, record) else { return nil }
+        guard lrd_record_header_holds(seed, record, word, lengths.littleEndian, checksums.littleEndian) != 0 else { return nil }
         let first = UInt64(littleEndian: word)
         let sequence = load(Field.sequence)
         guard keyLength > 0, offset &+ entrySize(keyLength: keyLength, storedLength: storedLength) <= limit,

@@ -21,7 +21,8 @@ struct HashTable {
     let slotCount: Int
     /// How far a tag shifts right to give its home: its top log2(slotCount) bits are the home.
     let homeShift: UInt32
-    var mask: Int { slotCount - 1 }
+    /// No overflow check: `slotCount` is at least `minimumSlotCount`.
+    var mask: Int { slotCount &- 1 }
 
     init(slots: UnsafeMutablePointer<UInt64>, slotCount: Int) {
         precondition(slotCount >= HashTable.minimumSlotCount && slotCount <= HashTable.maximumSlotCount
@@ -86,8 +87,27 @@ struct HashTable {
         while index != end {
             let slot = lrd_load_acquire_u64(slots + (index & mask))
             if slot == HashTable.empty { return nil }
-            if HashTable.isEntry(slot), HashTable.tag(of: slot) == tag, matches(HashTable.offset(of: slot)) {
+            // The tag first: most slots passed have another, and only then can it be a tombstone.
+            if HashTable.tag(of: slot) == tag, HashTable.isEntry(slot), matches(HashTable.offset(of: slot)) {
                 return index & mask
+            }
+            index &+= 1
+        }
+        return nil
+    }
+
+    /// Where `tag`'s probe sequence first meets an empty slot or a slot of the tag: its index and
+    /// value (`empty` for an empty slot), or nil when it meets neither (a damaged table). A
+    /// writer's lookup: the empty slot it may end at is where an insert of the tag would go.
+    @inline(__always)
+    func firstSlot(ofTag tag: UInt32) -> (index: Int, slot: UInt64)? {
+        let mask = slotCount &- 1
+        var index = home(ofTag: tag)
+        let end = index &+ slotCount
+        while index != end {
+            let slot = lrd_load_acquire_u64(slots + (index & mask))
+            if slot == HashTable.empty || (HashTable.tag(of: slot) == tag && HashTable.isEntry(slot)) {
+                return (index & mask, slot)
             }
             index &+= 1
         }

@@ -15,7 +15,11 @@
 /// Invariants:
 /// - the tables keep `CacheIndex`'s invariants (checked in debug builds by `checkInvariants()`);
 /// - `generation` moves whenever the tables are replaced, so that the store publishes them;
-/// - while `isRebuilding`, a change of slots takes no bracket of its own: the rebuild's holds it.
+/// - while `isRebuilding`, a change of slots takes no bracket of its own: the rebuild's holds it;
+/// - while `vacancy` names a slot and the index epoch is still `vacancyEpoch`, that slot of the
+///   active table is empty and the first empty one of its tag's probe sequence: a removal or a
+///   migration step moves the epoch (its bracket), a replacement of the tables forgets it, and a
+///   repointed slot stays occupied. Only a put's lookup notes it, under the writer lock.
 struct IndexMaintainer {
     /// Slots moved per write. While two tables exist every miss probes both, so the migration
     /// should end soon after the growth: 128 slots end it within about 1% of the writes the new
@@ -28,6 +32,12 @@ struct IndexMaintainer {
     private(set) var generation: UInt64 = 0
     /// Set while a rebuild runs. Its index changes then stay inside its own bracket of the epoch.
     private(set) var isRebuilding = false
+    /// Where the last put's lookup met an empty slot of the active table (`tag << 32 | index`),
+    /// for that put's insert, or `noVacancy`. Good while the index epoch is `vacancyEpoch`.
+    private(set) var vacancy = IndexMaintainer.noVacancy
+    private(set) var vacancyEpoch: UInt64 = 0
+    /// No vacancy noted: its high half is no tag (tags have 28 bits).
+    static let noVacancy = UInt64.max
     /// The file's shared state: the migration cursor and the index epoch.
     let state: SharedState
 
@@ -67,6 +77,7 @@ struct IndexMaintainer {
 
     private mutating func replaceTables(with new: CacheIndex) {
         tables = new
+        vacancy = IndexMaintainer.noVacancy
         generation &+= 1
         checkInvariants()
     }
@@ -143,6 +154,38 @@ struct IndexMaintainer {
         }
     }
 
+    // MARK: - Insertion
+
+    /// Notes where a put's lookup of a key with `tag` met an empty slot of the active table, `index`
+    /// (found with no draining table), for the insert of that put (`insert`).
+    @inline(__always)
+    mutating func noteVacancy(at index: Int, tag: UInt32) {
+        vacancy = UInt64(tag) << 32 | UInt64(UInt32(truncatingIfNeeded: index))
+        vacancyEpoch = state.indexEpoch
+    }
+
+    /// Forgets the vacancy noted: a put's lookup that met no empty slot of the key's tag.
+    @inline(__always)
+    mutating func forgetVacancy() {
+        vacancy = IndexMaintainer.noVacancy
+    }
+
+    /// Puts `slot` in the first empty slot of its probe sequence in the active table, and returns
+    /// that slot's index; nil means a damaged table (`HashTable.insert`). The vacancy noted for
+    /// the slot's tag is that slot while the epoch has not moved since: no probe then.
+    @inline(__always)
+    mutating func insert(_ slot: UInt64) -> Int? {
+        let noted = vacancy
+        vacancy = IndexMaintainer.noVacancy
+        let index = Int(truncatingIfNeeded: noted & 0xFFFF_FFFF)
+        if noted >> 32 == UInt64(HashTable.tag(of: slot)), vacancyEpoch == state.indexEpoch,
+           tables.active[index] == HashTable.empty {
+            tables.active[index] = slot
+            return index
+        }
+        return tables.active.insert(slot)
+    }
+
     // MARK: - Migration and growth
 
     /// How a migration step ended.
@@ -160,6 +203,9 @@ struct IndexMaintainer {
     /// Moves the next `slots` slots of the draining table into the active one.
     mutating func migrate(slots: Int) -> MigrationStep {
         guard let old = tables.draining else { return .moved }
+        // A local copy: the slot stores below could alias `tables` for all the compiler knows,
+        // which reloaded the table's fields for every slot moved.
+        let active = tables.active
         var cursor = state.migrationCursor
         let end = min(old.slotCount, cursor + slots)
         // The epoch brackets the moves; a step that finds nothing to move changes no slot.
@@ -171,7 +217,7 @@ struct IndexMaintainer {
                     beginChange()
                     moving = true
                 }
-                guard tables.active.insert(slot) != nil else {
+                guard active.insert(slot) != nil else {
                     // The active table is full of slots the count does not know (a hostile file).
                     endChange()
                     return .damaged
