@@ -559,12 +559,15 @@ final class CacheStore {
         viewChangeCounter = state.changeCounter
     }
 
-    /// The view of the file readers look through, as this process has it now.
+    /// The view of the file readers look through, as this process has it now. Inline: a
+    /// writer's lookup reads a few of its fields, and loads only those.
     var currentView: ReadView {
-        let index = index.value.tables
-        return ReadView(base: file.viewBase, limit: min(ringEnd, file.size), ringStart: ringStart, seed: seed,
-                        firstValidSequence: meta.firstValidSequence, active: index.active, draining: index.draining,
-                        changeCounter: viewChangeCounter)
+        @inline(__always) get {
+            let index = index.value.tables
+            return ReadView(base: file.viewBase, limit: min(ringEnd, file.size), ringStart: ringStart, seed: seed,
+                            firstValidSequence: meta.firstValidSequence, active: index.active, draining: index.draining,
+                            changeCounter: viewChangeCounter)
+        }
     }
 
     /// Lets this process's readers see the file as this writer left it. Under the exclusive
