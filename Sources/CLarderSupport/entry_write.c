@@ -55,11 +55,11 @@ HARDWARE static ALWAYS_INLINE uint32_t header_checksum_hardware(uint32_t seed, u
 
 static inline __attribute__((always_inline)) uint32_t entry_write(data_store_fn data_store,
                                                                    header_checksum_fn header_checksum, uint8_t *record,
-                                                                   uint32_t seed, uint32_t flags,
-                                                                   const lrd_entry_fields *f) {
-    uint64_t lengths = f->lengths, sequence = f->sequence, expires_at = f->expires_at, stored_at = f->stored_at;
-    size_t key_length = f->key_length;
-    uint32_t data_checksum = data_store(seed, record, (const uint8_t *)f->key, key_length, (const uint8_t *)f->value,
+                                                                   uint32_t seed, uint32_t flags, const void *key,
+                                                                   size_t key_length, const void *value,
+                                                                   uint64_t lengths, uint64_t sequence,
+                                                                   uint64_t expires_at, uint64_t stored_at) {
+    uint32_t data_checksum = data_store(seed, record, (const uint8_t *)key, key_length, (const uint8_t *)value,
                                         (uint32_t)lengths);
     uint64_t w0 = (uint64_t)MAGIC | (uint64_t)KIND_ENTRY << 16 | (uint64_t)(uint8_t)flags << 24 | (uint64_t)key_length << 48;
     uint32_t checksum = header_checksum(seed, w0, lengths, sequence, expires_at, stored_at, data_checksum);
@@ -78,22 +78,31 @@ static inline __attribute__((always_inline)) uint32_t entry_write(data_store_fn 
     return data_checksum;
 }
 
+/* The arguments of lrd_entry_write, in the same order: its call is a jump. */
+#define ENTRY_WRITE_PARAMETERS                                                                                    \
+    uint8_t *record, uint32_t seed, uint32_t flags, const void *key, size_t key_length, const void *value,        \
+        uint64_t lengths, uint64_t sequence, uint64_t expires_at, uint64_t stored_at
+#define ENTRY_WRITE_ARGUMENTS record, seed, flags, key, key_length, value, lengths, sequence, expires_at, stored_at
+
 #if defined(HARDWARE)
-HARDWARE static uint32_t entry_write_hardware(uint8_t *record, uint32_t seed, uint32_t flags,
-                                              const lrd_entry_fields *fields) {
-    return entry_write(data_store_hardware, header_checksum_hardware, record, seed, flags, fields);
+HARDWARE static uint32_t entry_write_hardware(ENTRY_WRITE_PARAMETERS) {
+    return entry_write(data_store_hardware, header_checksum_hardware, ENTRY_WRITE_ARGUMENTS);
 }
 #endif
 
 /* Out of line, so that the usual call is a test and a jump. */
-static __attribute__((noinline)) uint32_t entry_write_software(uint8_t *record, uint32_t seed, uint32_t flags,
-                                                               const lrd_entry_fields *fields) {
-    return entry_write(data_store_any, header_checksum_any, record, seed, flags, fields);
+static __attribute__((noinline)) uint32_t entry_write_software(ENTRY_WRITE_PARAMETERS) {
+    return entry_write(data_store_any, header_checksum_any, ENTRY_WRITE_ARGUMENTS);
 }
 
-uint32_t lrd_entry_write(void *record, uint32_t seed, uint32_t flags, const lrd_entry_fields *fields) {
+uint32_t lrd_entry_write(void *record, uint32_t seed, uint32_t flags, const void *key, size_t key_length,
+                         const void *value, uint64_t lengths, uint64_t sequence, uint64_t expires_at,
+                         uint64_t stored_at) {
 #if defined(HARDWARE)
-    if (lrd_crc32c_hardware_present) return entry_write_hardware((uint8_t *)record, seed, flags, fields);
+    if (lrd_crc32c_hardware_present)
+        return entry_write_hardware((uint8_t *)record, seed, flags, key, key_length, value, lengths, sequence,
+                                    expires_at, stored_at);
 #endif
-    return entry_write_software((uint8_t *)record, seed, flags, fields);
+    return entry_write_software((uint8_t *)record, seed, flags, key, key_length, value, lengths, sequence, expires_at,
+                                stored_at);
 }

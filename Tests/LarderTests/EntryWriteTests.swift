@@ -43,10 +43,9 @@ struct EntryWriteTests {
         let lengths = UInt64(value.count) | UInt64(value.count) << 32
         let checksum = key.withUnsafeBytes { key in
             value.withUnsafeBytes { value in
-                var fields = lrd_entry_fields(key: keyInPlace ? nil : key.baseAddress, key_length: key.count,
-                                              value: value.baseAddress, lengths: lengths, sequence: sequence,
-                                              expires_at: 1_800_000_000_000, stored_at: 1_700_000_000_000)
-                return lrd_entry_write(memory.bytes, seed, UInt32(flags) | (visited ? LRD_ENTRY_VISITED : 0), &fields)
+                lrd_entry_write(memory.bytes, seed, UInt32(flags) | (visited ? LRD_ENTRY_VISITED : 0),
+                                keyInPlace ? nil : key.baseAddress, key.count, value.baseAddress, lengths, sequence,
+                                1_800_000_000_000, 1_700_000_000_000)
             }
         }
         return (memory.all, checksum, memory)

@@ -117,19 +117,6 @@ enum { LRD_VIEW_GET_FOUND = 0, LRD_VIEW_GET_ABSENT = 1 };
 int32_t lrd_view_get(const lrd_read_view *view, const void *key, size_t key_length, void *buffer,
                      size_t buffer_length, size_t *value_length, void *handle, lrd_get_fallback fallback);
 
-/* What lrd_entry_write stores: the key (NULL when it is in place already) and its length, the
- * value, the header's lengths word (stored length in bits 0-31, raw length in bits 32-63), its
- * sequence number and its times (ms since the Unix epoch). */
-typedef struct {
-    const void *key;
-    size_t key_length;
-    const void *value;
-    uint64_t lengths;
-    uint64_t sequence;
-    uint64_t expires_at;
-    uint64_t stored_at;
-} lrd_entry_fields;
-
 /* The visited bit of lrd_entry_write's `flags`: the record goes live with its access bit set. */
 #define LRD_ENTRY_VISITED 0x100u
 
@@ -139,8 +126,14 @@ typedef struct {
  * stored, then the header as `RecordHeader.write` stores it: the first word not live, a release
  * fence, the other words, and the first word live last, with its access bit if `flags` has
  * LRD_ENTRY_VISITED. Bits 0-7 of `flags` are the header's flag byte. Returns the data checksum.
- * The key and value must not overlap the record unless the key is in place (NULL). */
-uint32_t lrd_entry_write(void *record, uint32_t seed, uint32_t flags, const lrd_entry_fields *fields);
+ * The fields it stores: the key (NULL when it is in place already) and its length, the value, the
+ * header's lengths word (stored length in bits 0-31, raw length in bits 32-63), its sequence
+ * number and its times (ms since the Unix epoch), passed one by one rather than in a struct (the
+ * caller would store what the callee loads again). The key and value must not overlap the record
+ * unless the key is in place (NULL). */
+uint32_t lrd_entry_write(void *record, uint32_t seed, uint32_t flags, const void *key, size_t key_length,
+                         const void *value, uint64_t lengths, uint64_t sequence, uint64_t expires_at,
+                         uint64_t stored_at);
 
 /* The bytes of the run of dead entries at `record` (16-byte aligned; the caller holds the writer
  * lock, and `room` bytes of the file follow `record`): entries with state 0 whose headers pass the

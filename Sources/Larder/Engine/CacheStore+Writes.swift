@@ -180,14 +180,10 @@ extension CacheStore {
         let taken = room?.size ?? min(reserved, allocator.value.footprint(ofRecord: totalSize))
         allocator.value.padRest(of: (room?.offset ?? offset, taken), after: totalSize)
         let sequence = takeSequence()
-        var fields = lrd_entry_fields(
-            key: keyInPlace ? nil : key.baseAddress, key_length: keyLength, value: stored.baseAddress,
-            lengths: UInt64(UInt32(truncatingIfNeeded: storedLength)) | UInt64(UInt32(truncatingIfNeeded: rawLength)) << 32,
-            sequence: sequence, expires_at: entry.expiresAt, stored_at: entry.storedAt)
-        // Lent without a stack guard (five instructions on each put), as the clock's time is.
-        let dataChecksum = _withUnprotectedUnsafePointer(to: &fields) {
-            lrd_entry_write(record, seed, UInt32(flags) | (visited ? LRD_ENTRY_VISITED : 0), $0)
-        }
+        let dataChecksum = lrd_entry_write(
+            record, seed, UInt32(flags) | (visited ? LRD_ENTRY_VISITED : 0), keyInPlace ? nil : key.baseAddress, keyLength,
+            stored.baseAddress, UInt64(UInt32(truncatingIfNeeded: storedLength)) | UInt64(UInt32(truncatingIfNeeded: rawLength)) << 32,
+            sequence, entry.expiresAt, entry.storedAt)
         let header = RecordHeader(
             kind: .entry, flags: flags, isLive: true, keyLength: keyLength, storedLength: storedLength,
             rawLength: rawLength, sequence: sequence, expiresAt: entry.expiresAt,
