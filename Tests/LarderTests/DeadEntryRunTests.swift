@@ -52,7 +52,13 @@ struct DeadEntryRunTests {
         return header.totalSize
     }
 
-    @Test func passesTheDeadEntriesTheGeneralStepPasses() {
+    /// Both ways the walk can take, as a CPU with CRC instructions and one without: one way at a
+    /// time, since the switch is global.
+    @Test(.serialized, arguments: [true, false])
+    func passesTheDeadEntriesTheGeneralStepPasses(hardware: Bool) {
+        let usesHardware = lrd_dead_entries_allow_hardware(hardware ? 1 : 0) != 0
+        defer { lrd_dead_entries_allow_hardware(1) }
+        #expect(hardware || !usesHardware)
         // Plain and compressed headers, every bit of each flipped on its own: the access byte is
         // the one change both take.
         let headers: [(storedLength: Int, rawLength: Int, flags: UInt8)] = [(100, 100, 0), (100, 3000, 1), (100, 100, 4)]
