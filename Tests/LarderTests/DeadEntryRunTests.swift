@@ -116,6 +116,34 @@ struct DeadEntryRunTests {
         #expect(lrd_dead_entries(ring.bytes + 8, 4000, .max, seed) == 0)
     }
 
+    /// Below the capacity, the dead entries that replaced and removed values leave are passed
+    /// by the walk, not only by the general step, and every value stays as last written.
+    @Test func replacedAndRemovedValuesArePassedInRuns() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 256 << 20)
+        // Written where the ring puts them, so that replaced values leave dead entries behind.
+        cache.store.rewritesInPlace = false
+        let keys = 200
+        var model: [Int: [UInt8]] = [:]
+        var generator = SplitMix(seed: 11)
+        for step in 0..<6_000 {
+            let key = step < keys ? step : Int(generator.next() % UInt64(keys))
+            if step >= keys, step % 5 == 0 {
+                #expect(try cache.removeValue(forKey: "k\(key)") == (model[key] != nil), "k\(key)")
+                model[key] = nil
+            } else {
+                let value = versionedBytes(key: key, version: step, length: 300)
+                try cache.set(value, forKey: "k\(key)")
+                model[key] = value
+            }
+        }
+        #expect(cache.fileBytes < 256 << 20)
+        #expect(cache.stats.recoveries == 0)
+        #expect(cache.stats.evictions == 0)
+        #expect(cache.store.bytesPassedInRuns > 0)
+        for key in 0..<keys { #expect(try cache.bytes(forKey: "k\(key)") == model[key], "k\(key)") }
+    }
+
     /// A dead entry near the tail whose length was made to cover the live entry after it, its
     /// checksum left as it was: reclaiming must find the ring damaged there and rebuild it, not
     /// pass the live entry by that length and lose it. Below the capacity reclaiming ahead of need
