@@ -69,9 +69,22 @@ HARDWARE static uint64_t dead_entries_hardware(const uint8_t *record, uint64_t r
 }
 #endif
 
+/* Off only in tests of the path CPUs without CRC instructions take. */
+static int hardware_allowed = 1;
+
+int lrd_dead_entries_allow_hardware(int allowed) {
+    __atomic_store_n(&hardware_allowed, allowed != 0, __ATOMIC_RELAXED);
+#if defined(HARDWARE)
+    return allowed != 0 && lrd_crc32c_hardware_present;
+#else
+    return 0;
+#endif
+}
+
 uint64_t lrd_dead_entries(const void *record, uint64_t room, uint64_t budget, uint32_t seed) {
 #if defined(HARDWARE)
-    if (lrd_crc32c_hardware_present) return dead_entries_hardware((const uint8_t *)record, room, budget, seed);
+    if (lrd_crc32c_hardware_present && __atomic_load_n(&hardware_allowed, __ATOMIC_RELAXED))
+        return dead_entries_hardware((const uint8_t *)record, room, budget, seed);
 #endif
     return dead_entries(header_checksum_any, (const uint8_t *)record, room, budget, seed);
 }

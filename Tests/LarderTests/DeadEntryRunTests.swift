@@ -52,7 +52,13 @@ struct DeadEntryRunTests {
         return header.totalSize
     }
 
-    @Test func passesTheDeadEntriesTheGeneralStepPasses() {
+    /// Both ways the walk can take, as a CPU with CRC instructions and one without: one way at a
+    /// time, since the switch is global.
+    @Test(.serialized, arguments: [true, false])
+    func passesTheDeadEntriesTheGeneralStepPasses(hardware: Bool) {
+        let usesHardware = lrd_dead_entries_allow_hardware(hardware ? 1 : 0) != 0
+        defer { lrd_dead_entries_allow_hardware(1) }
+        #expect(hardware || !usesHardware)
         // Plain and compressed headers, every bit of each flipped on its own: the access byte is
         // the one change both take.
         let headers: [(storedLength: Int, rawLength: Int, flags: UInt8)] = [(100, 100, 0), (100, 3000, 1), (100, 100, 4)]
@@ -108,6 +114,76 @@ struct DeadEntryRunTests {
         ring.bytes.storeBytes(of: UInt8(9), toByteOffset: first + 8, as: UInt8.self)
         #expect(walk(ring) == first)
         #expect(lrd_dead_entries(ring.bytes + 8, 4000, .max, seed) == 0)
+    }
+
+    /// The walk's room ends at the first index segment after the tail, or at the tail itself
+    /// when a segment holds it: it never passes a record into a segment, whatever its header says.
+    @Test func theWalksRoomEndsAtAnIndexSegment() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 8 << 20)
+        var meta = cache.store.meta
+        let ringStart = cache.store.ringStart
+        let slots = HashTable.minimumSlotCount
+        let length = IndexSegment.byteCount(slotCount: slots, pageSize: meta.pageSize)
+        let first = 64 << 10, second = 256 << 10, limit = 1 << 20
+        #expect(first + length < second)
+
+        meta.activeIndex = IndexLocation(offset: first, slotCount: slots)
+        meta.drainingIndex = .none
+        let one = RingLayout(meta: meta, ringStart: ringStart)
+        #expect(one.islandFreeEnd(from: ringStart, limit: limit) == first, "before the segment")
+        #expect(one.islandFreeEnd(from: first - 16, limit: limit) == first, "just before the segment")
+        #expect(one.islandFreeEnd(from: first, limit: limit) == first, "at the segment's start")
+        #expect(one.islandFreeEnd(from: first + 16, limit: limit) == first + 16, "in the segment")
+        #expect(one.islandFreeEnd(from: first + length - 16, limit: limit) == first + length - 16, "at its last bytes")
+        #expect(one.islandFreeEnd(from: first + length, limit: limit) == limit, "at the segment's end")
+        #expect(one.islandFreeEnd(from: second, limit: limit) == limit, "after the segment")
+        #expect(one.islandFreeEnd(from: ringStart, limit: first - 32) == first - 32, "a limit before the segment")
+        #expect(one.islandFreeEnd(from: ringStart, limit: first) == first, "a limit at its start")
+
+        // Two segments, either one active: the first after the offset bounds the room.
+        for (active, draining) in [(first, second), (second, first)] {
+            meta.activeIndex = IndexLocation(offset: active, slotCount: slots)
+            meta.drainingIndex = IndexLocation(offset: draining, slotCount: slots)
+            let two = RingLayout(meta: meta, ringStart: ringStart)
+            #expect(two.islandFreeEnd(from: ringStart, limit: limit) == first, "before both, active \(active)")
+            #expect(two.islandFreeEnd(from: first + 16, limit: limit) == first + 16, "in the first, active \(active)")
+            #expect(two.islandFreeEnd(from: first + length, limit: limit) == second, "between, active \(active)")
+            #expect(two.islandFreeEnd(from: second + 16, limit: limit) == second + 16, "in the second, active \(active)")
+            #expect(two.islandFreeEnd(from: second + length, limit: limit) == limit, "after both, active \(active)")
+            #expect(two.islandFreeEnd(from: first + length, limit: second - 16) == second - 16,
+                    "a limit before the second, active \(active)")
+            #expect(two.islandFreeEnd(from: ringStart, limit: first - 16) == first - 16,
+                    "a limit before both, active \(active)")
+        }
+    }
+
+    /// Below the capacity, the dead entries that replaced and removed values leave are passed
+    /// by the walk, not only by the general step, and every value stays as last written.
+    @Test func replacedAndRemovedValuesArePassedInRuns() throws {
+        let directory = TemporaryDirectory()
+        let cache = try Cache(at: directory.path(), capacity: 256 << 20)
+        // Written where the ring puts them, so that replaced values leave dead entries behind.
+        cache.store.rewritesInPlace = false
+        let keys = 200
+        var model: [Int: [UInt8]] = [:]
+        var generator = SplitMix(seed: 11)
+        for step in 0..<6_000 {
+            let key = step < keys ? step : Int(generator.next() % UInt64(keys))
+            if step >= keys, step % 5 == 0 {
+                #expect(try cache.removeValue(forKey: "k\(key)") == (model[key] != nil), "k\(key)")
+                model[key] = nil
+            } else {
+                let value = versionedBytes(key: key, version: step, length: 300)
+                try cache.set(value, forKey: "k\(key)")
+                model[key] = value
+            }
+        }
+        #expect(cache.fileBytes < 256 << 20)
+        #expect(cache.stats.recoveries == 0)
+        #expect(cache.stats.evictions == 0)
+        #expect(cache.store.bytesPassedInRuns > 0)
+        for key in 0..<keys { #expect(try cache.bytes(forKey: "k\(key)") == model[key], "k\(key)") }
     }
 
     /// A dead entry near the tail whose length was made to cover the live entry after it, its

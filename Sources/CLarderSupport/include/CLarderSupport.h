@@ -142,6 +142,11 @@ uint32_t lrd_entry_write(void *record, uint32_t seed, uint32_t flags, const void
  * passed. 0 when `record` holds no such entry. The tail passes the run (dead_entries.c). */
 uint64_t lrd_dead_entries(const void *record, uint64_t room, uint64_t budget, uint32_t seed);
 
+/* Whether lrd_dead_entries may use the CPU's CRC instructions (on by default; the result is the
+ * same either way). Tests turn it off to check the path of CPUs without them. Returns whether it
+ * uses them from now on (never on a CPU without them). */
+int lrd_dead_entries_allow_hardware(int allowed);
+
 /* XXH64 with the given seed, bit-exact with the reference xxHash: lrd_xxh64 (inline). */
 #include "lrd_xxhash64.h"
 

@@ -130,6 +130,7 @@ extension CacheStore {
             // as these tests would let it go one record at a time.
             let passable = min(remaining, state.spanBytes, allocator.value.deadBytesPassable)
             var passed = TailReclaimer.passDeadEntries(&allocator.value, budget: passable)
+            testHooks.bytesPassedInRuns &+= passed
             if passed == 0 {
                 passed = try reclaimTailRecord(budget: &budget, unrelocated: .leave)
                 if passed == 0 { return }

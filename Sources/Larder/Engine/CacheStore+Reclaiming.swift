@@ -17,7 +17,10 @@ extension CacheStore {
     func reclaimTailRecord(budget: inout ReclaimBudget, unrelocated: UnrelocatedRecord) throws(LarderError) -> Int {
         // A dead entry, what the tail meets most, is passed without a step.
         let passed = TailReclaimer.passDeadEntries(&allocator.value, budget: 1)
-        if passed > 0 { return passed }
+        if passed > 0 {
+            testHooks.bytesPassedInRuns &+= passed
+            return passed
+        }
         let tail = state.tail
         let reclaimer = reclaimer
         switch reclaimer.step(&allocator.value, budget: &budget, unrelocated: unrelocated) {

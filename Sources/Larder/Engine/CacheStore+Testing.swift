@@ -13,6 +13,7 @@ extension CacheStore {
     var recordsPassedInPlace: Int { testHooks.recordsPassedInPlace }
     var lapsGivenUp: Int { testHooks.lapsGivenUp }
     var recordsPlacedInDeadRoom: Int { testHooks.recordsPlacedInDeadRoom }
+    var bytesPassedInRuns: Int { testHooks.bytesPassedInRuns }
 
     /// Off only in tests of the head's usual room against the general loop (debug builds).
     var takesHeadRoomFirst: Bool {

@@ -679,6 +679,8 @@ final class CacheStore {
     /// in this process (a `Cache` whose handle is open): `Cache`'s writes, which would otherwise
     /// check it twice.
     func acquireWriterLockWhileOpen() throws(LarderError) {
+        // The caller's check: a closed or inherited store would take a lock it may not hold.
+        assert(!isClosed && !isInheritedAcrossFork)
         if isReadOnly { throw readOnlyError() }
         let area = state.writerLockArea
         let rc = lrd_writer_lock_fast(area) != 0 ? Int32(LRD_LOCK_ACQUIRED) : lrd_writer_lock(area, file.descriptor.rawValue)

@@ -19,6 +19,9 @@ final class EngineTestHooks {
     var lapsGivenUp = 0
     /// Records placed in the room of a dead entry.
     var recordsPlacedInDeadRoom = 0
+    /// Bytes of dead entries the tail passed by the walk over runs (`passDeadEntries`), not a
+    /// step per record.
+    var bytesPassedInRuns = 0
     /// Off only in tests that check the head's usual room (`RingAllocator.headRoom`) against
     /// the general loop of placement, which then places every record. Read in debug builds only.
     var takesHeadRoomFirst = true

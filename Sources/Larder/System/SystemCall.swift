@@ -52,6 +52,8 @@ enum SystemCall {
     private static func milliseconds(of clock: clockid_t) -> UInt64 {
         var time = timespec()
         _ = _withUnprotectedUnsafeMutablePointer(to: &time) { clock_gettime(clock, $0) }
-        return UInt64(truncatingIfNeeded: max(time.tv_sec, 0)) &* 1000 &+ UInt64(truncatingIfNeeded: time.tv_nsec) / 1_000_000
+        // All ones from the clock's start on, 0 before it (where tv_nsec still counts up): no branch.
+        let sinceStart = UInt64(truncatingIfNeeded: ~(time.tv_sec >> (time_t.bitWidth - 1)))
+        return (UInt64(truncatingIfNeeded: time.tv_sec) &* 1000 &+ UInt64(truncatingIfNeeded: time.tv_nsec) / 1_000_000) & sinceStart
     }
 }

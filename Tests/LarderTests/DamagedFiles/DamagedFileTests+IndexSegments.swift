@@ -93,7 +93,12 @@ extension DamagedFileTests {
     /// A file whose entry "big" has a header that runs 64 bytes into the index segment placed
     /// right after it, with a valid header checksum (and, with `dataSealed`, a data checksum
     /// that holds over the bytes it claims); `clean` false leaves the file to be recovered.
-    private func makeFileWithAnEntryRunningIntoItsIndex(_ path: String, dataSealed: Bool = false, clean: Bool = true) throws {
+    /// With `overTheSegment` the header runs over the whole segment, up to "trigger" after it.
+    /// With `removed`, "big" is removed before the close: a dead entry, counted out by its true
+    /// length; `resealed` false leaves its header checksum as it was.
+    private func makeFileWithAnEntryRunningIntoItsIndex(_ path: String, dataSealed: Bool = false, clean: Bool = true,
+                                                        removed: Bool = false, resealed: Bool = true,
+                                                        overTheSegment: Bool = false) throws {
         do {
             let cache = try Cache(at: path, capacity: 8 << 20)
             let loadLimit = HashTable.loadLimit(slotCount: HashTable.minimumSlotCount)
@@ -101,13 +106,16 @@ extension DamagedFileTests {
             try cache.set(pattern(1, count: 5_000), forKey: "big")
             // The index doubles: its new segment goes at the head, right after "big".
             try cache.set([1], forKey: "trigger")
+            if removed { #expect(try cache.removeValue(forKey: "big")) }
             try cache.close()
         }
         try rewrite(path) { bytes in
             let island = newestMeta(bytes).activeIndex.offset
             let offset = recordOffset(ofKey: "big", in: bytes)
             #expect(island > offset, "the segment lies after the entry")
-            let stored = island + 64 - offset - RecordHeader.size - 3
+            let end = overTheSegment ? recordOffset(ofKey: "trigger", in: bytes) : island + 64
+            #expect(end > island)
+            let stored = end - offset - RecordHeader.size - 3
             store(UInt64(stored) | UInt64(stored) << 32, at: offset + RecordHeader.Field.storedLength, in: &bytes)
             if dataSealed {
                 let seed = newestMeta(bytes).checksumSeed
@@ -116,7 +124,7 @@ extension DamagedFileTests {
                     bytes[offset + RecordHeader.Field.dataChecksum + byte] = UInt8(truncatingIfNeeded: checksum >> (8 * byte))
                 }
             }
-            resealHeader(at: offset, in: &bytes)
+            if resealed { resealHeader(at: offset, in: &bytes) }
             if !clean { bytes[2 * 4096 + 12] &= ~1 }
         }
     }
@@ -159,6 +167,38 @@ extension DamagedFileTests {
             }
             #expect(cache.stats.recoveries == 1)
             #expect(try cache.bytes(forKey: "big") == nil)
+            try cache.close()
+        }
+        try expectVerifiesSound(path)
+    }
+
+    /// The tail of a clean file meets a dead entry whose header runs into the index segment
+    /// after it, its checksum resealed or not: the walk over dead entries stops at the segment,
+    /// and the general step takes the entry as damage. A walk not bounded by the segment passed
+    /// the entry and the whole segment behind it, unseen.
+    @Test(arguments: [true, false], [false, true])
+    func theTailTakesADeadEntryRunningIntoAnIndexSegmentAsDamage(resealed: Bool, overTheSegment: Bool) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path()
+        try makeFileWithAnEntryRunningIntoItsIndex(path, removed: true, resealed: resealed, overTheSegment: overTheSegment)
+        let keys = HashTable.loadLimit(slotCount: HashTable.minimumSlotCount) - 1
+        let value = 16 << 10
+        do {
+            let cache = try Cache(path: path)
+            #expect(!cache.wasRecovered)
+            cache.store.reusesDeadRoom = false
+            // Four times the capacity of 8 MiB: the tail passes every record written before.
+            for round in 0..<2_000 { try cache.set(pattern(round, count: value), forKey: "new-\(round % 100)") }
+            // Found once, as damage: not passed, over the segment or into it.
+            #expect(cache.stats.recoveries == 1)
+            #expect(try cache.bytes(forKey: "big") == nil)
+            for key in 0..<keys {
+                let kept = try cache.bytes(forKey: "k\(key)")
+                #expect(kept == nil || kept == [UInt8(key & 0xFF)], "k\(key)")
+            }
+            for round in 1_900..<2_000 {
+                #expect(try cache.bytes(forKey: "new-\(round % 100)") == pattern(round, count: value), "new-\(round % 100)")
+            }
             try cache.close()
         }
         try expectVerifiesSound(path)
