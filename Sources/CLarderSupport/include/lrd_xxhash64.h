@@ -51,14 +51,16 @@ __attribute__((always_inline)) static inline uint64_t lrd_xxh64(const void *data
     }
     h += (uint64_t)length;
     /* The tail, as the reference takes it (8-byte lanes, then one 4-byte lane, then bytes), with
-     * its bounds taken from the length: two lanes a step, then at most one of each, and the last
-     * 0-3 bytes unrolled. Keys of 16-24 bytes end here; a loop a lane cost them a third more. */
+     * its bounds taken from the length, without a loop: fewer than 32 bytes are left (the stripes
+     * stop short of the last 32), so at most two lanes, one lane, a 4-byte lane and 0-3 bytes.
+     * Keys of 16-24 bytes end here; a loop a lane cost them a third more. */
     size_t left = (size_t)(end - p);
-    for (; left >= 16; left -= 16, p += 16) {
+    if (left & 16) {
         h ^= lrd_xxh_round(0, lrd_xxh_read64(p));
         h = lrd_xxh_rotl(h, 27) * LRD_XXH_P1 + LRD_XXH_P4;
         h ^= lrd_xxh_round(0, lrd_xxh_read64(p + 8));
         h = lrd_xxh_rotl(h, 27) * LRD_XXH_P1 + LRD_XXH_P4;
+        p += 16;
     }
     if (left & 8) {
         h ^= lrd_xxh_round(0, lrd_xxh_read64(p));
