@@ -677,14 +677,29 @@ final class CacheStore {
 
     /// `acquireWriterLock` for a caller that has checked that the store is open and was opened
     /// in this process (a `Cache` whose handle is open): `Cache`'s writes, which would otherwise
-    /// check it twice.
+    /// check it twice. Inline there: its usual path makes no call.
+    @inline(__always)
     func acquireWriterLockWhileOpen() throws(LarderError) {
         // The caller's check: a closed or inherited store would take a lock it may not hold.
         assert(!isClosed && !isInheritedAcrossFork)
         if isReadOnly { throw readOnlyError() }
-        let area = state.writerLockArea
-        let rc = lrd_writer_lock_fast(area) != 0 ? Int32(LRD_LOCK_ACQUIRED) : lrd_writer_lock(area, file.descriptor.rawValue)
+        // The usual hold without a call, so that this function keeps no register across one.
+        guard lrd_writer_lock_fast(state.writerLockArea) != 0 else { return try acquireWriterLockSlowly() }
+        try holdWriterLock(rc: Int32(LRD_LOCK_ACQUIRED))
+    }
+
+    /// `acquireWriterLockWhileOpen` when the lock is held or waited for, its holder died, or
+    /// glibc's own steps are needed: through `lrd_writer_lock`.
+    @inline(never)
+    private func acquireWriterLockSlowly() throws(LarderError) {
+        let rc = lrd_writer_lock(state.writerLockArea, file.descriptor.rawValue)
         guard rc >= 0 else { return try writerLockFailed(rc) }
+        try holdWriterLock(rc: rc)
+    }
+
+    /// The rest of taking the writer lock, `rc` the way it was taken.
+    @inline(__always)
+    private func holdWriterLock(rc: Int32) throws(LarderError) {
         // Odd until the release: readers' remembered checks (FORMAT.md 7.7.8) stop holding.
         let countAtLock = state.beginWrites()
         // Unmoved since this store's own release: no writer of any process has changed the
