@@ -84,6 +84,13 @@ struct lrd_robust_head *lrd_robust_thread_setup(uint64_t generation) {
 void lrd_robust_wake(int *lock) {
     syscall(SYS_futex, lock, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
+
+int lrd_robust_wake_then_settle(int *lock, struct lrd_robust_head *head) {
+    lrd_robust_wake(lock);
+    LRD_BARRIER();
+    head->list_op_pending = NULL;
+    return 1;
+}
 #endif
 
 int lrd_writer_lock(void *area, int fd) {

@@ -60,4 +60,30 @@ struct WriterLockTests {
         }
         #expect(otherAgain == Int32(LRD_LOCK_ACQUIRED))
     }
+
+    /// A holder that gives the lock back while another thread waits for it wakes that thread,
+    /// which then holds it; the holder's list of robust locks is whole after (its end is seen).
+    @Test func theReleaseWakesAThreadWaitingForTheLock() async throws {
+        let area = Area()
+        let outcomes = try await onOwnThread { () -> [Int32] in
+            let first = area.lock()
+            // Written by the waiter before it signals, read after the wait.
+            final class Outcome: @unchecked Sendable { var rc: Int32 = -1 }
+            let waited = Outcome(), done = DispatchSemaphore(value: 0)
+            Thread {
+                waited.rc = area.lock()
+                area.unlock()
+                done.signal()
+            }.start()
+            // The waiter announces itself in the lock word (glibc's waiters bit) before it sleeps;
+            // elsewhere, a while is given.
+            for _ in 0..<2_000 where area.pointer.load(as: UInt32.self) & 0x8000_0000 == 0 { usleep(1_000) }
+            area.unlock()
+            done.wait()
+            // Taken again and kept: the thread then ends holding it.
+            return [first, waited.rc, area.lock()]
+        }
+        #expect(outcomes == Array(repeating: Int32(LRD_LOCK_ACQUIRED), count: 3))
+        try await expectDeadHolder(area)
+    }
 }

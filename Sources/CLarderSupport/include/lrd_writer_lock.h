@@ -40,6 +40,10 @@ extern __attribute__((visibility("hidden"))) int lrd_writer_lock_by_record;
 __attribute__((visibility("hidden"), cold)) struct lrd_robust_head *lrd_robust_thread_setup(uint64_t generation);
 /* Wakes one waiter on `lock` (process-shared). */
 __attribute__((visibility("hidden"), cold)) void lrd_robust_wake(int *lock);
+/* lrd_writer_unlock_fast's end when a waiter is to be woken: the wake, then `head`'s operation
+ * pending cleared, as glibc orders them. Out of line and last, so that the usual release keeps
+ * nothing in registers across a call. Returns 1. */
+__attribute__((visibility("hidden"), cold)) int lrd_robust_wake_then_settle(int *lock, struct lrd_robust_head *head);
 
 /* glibc's own values (nptl/pthreadP.h): the kind of a robust mutex of the default type, without
  * its process-shared bit (128); the owner of one whose dead holder's successor gave it back
@@ -50,7 +54,7 @@ enum { LRD_ROBUST_NORMAL_KIND = 16, LRD_OWNER_NOT_RECOVERABLE = 0x7ffffffe };
 #define LRD_ENTRY(m) ((void *)&(m)->__data.__list.__next)
 #define LRD_BARRIER() __asm__ __volatile__("" ::: "memory")
 
-static inline int lrd_writer_lock_fast(void *area) {
+static inline __attribute__((always_inline)) int lrd_writer_lock_fast(void *area) {
     pthread_mutex_t *m = (pthread_mutex_t *)area;
     uint64_t generation = lrd_fork_generation();
     struct lrd_robust_head *head = lrd_robust_self.head;
@@ -91,7 +95,7 @@ static inline int lrd_writer_lock_fast(void *area) {
     return 1;
 }
 
-static inline int lrd_writer_unlock_fast(void *area) {
+static inline __attribute__((always_inline)) int lrd_writer_unlock_fast(void *area) {
     pthread_mutex_t *m = (pthread_mutex_t *)area;
     if (__builtin_expect(lrd_robust_self.stamp != lrd_fork_generation() + 1, 0)) return 0;
     struct lrd_robust_head *head = lrd_robust_self.head;
@@ -108,8 +112,8 @@ static inline int lrd_writer_unlock_fast(void *area) {
     m->__data.__list.__next = NULL;
     m->__data.__owner = 0;
     --m->__data.__nusers;
-    if ((unsigned)__atomic_exchange_n(&m->__data.__lock, 0, __ATOMIC_RELEASE) & LRD_FUTEX_WAITERS)
-        lrd_robust_wake(&m->__data.__lock);
+    if (__builtin_expect((unsigned)__atomic_exchange_n(&m->__data.__lock, 0, __ATOMIC_RELEASE) & LRD_FUTEX_WAITERS, 0))
+        return lrd_robust_wake_then_settle(&m->__data.__lock, head);
     LRD_BARRIER();
     head->list_op_pending = NULL;
     return 1;

@@ -756,6 +756,12 @@ final class CacheStore {
         releaseWriterLock(afterFailure: false)
     }
 
+    /// `releaseWriterLock`, inline: for `Cache`'s writes. Its usual path makes no call.
+    @inline(__always)
+    func releaseWriterLockInline() {
+        releaseWriterLock(afterFailure: false)
+    }
+
     /// Releases the writer lock after a hold that failed: the next hold checks the shared state
     /// again, whatever the write count says.
     @inline(never)
@@ -770,8 +776,13 @@ final class CacheStore {
         allocator.value.noteWriterStateAtRelease()
         let count = state.endWrites()
         writeCountAtRelease.value = failed ? 1 : count
-        let area = state.writerLockArea
-        if lrd_writer_unlock_fast(area) == 0 { lrd_writer_unlock(area, file.descriptor.rawValue) }
+        if lrd_writer_unlock_fast(state.writerLockArea) == 0 { releaseWriterLockSlowly() }
+    }
+
+    /// The unlock when the fast path does not apply, through glibc: out of line.
+    @inline(never)
+    private func releaseWriterLockSlowly() {
+        lrd_writer_unlock(state.writerLockArea, file.descriptor.rawValue)
     }
 
     /// Rebuilds the ring and the index from the records (Recovery/Rebuilder.swift). Under the
