@@ -1,5 +1,4 @@
-#include "CLarderSupport.h"
-#include "crc32c_chain.h"
+#include "record_header.h"
 
 /* The run of dead entries at the ring's tail, in one call (see CLarderSupport.h). The header's
  * layout and checks are those of docs/FORMAT.md 4 and Format/RecordHeader.swift (`read`), which
@@ -9,29 +8,11 @@
  * loaded once and checked against what is left of `room` before the next record is read. The
  * caller holds the writer lock: no one changes a dead record's header meanwhile. */
 
-enum { HEADER_SIZE = 48, ALIGNMENT = 16, MAGIC = 0x524C, KIND_ENTRY = 1, COMPRESSED_FLAG = 1 };
-static const uint64_t SEQUENCE_LIMIT = (uint64_t)1 << 62;
 /* Magic, kind and state of the first word: a dead entry has state 0. */
 static const uint64_t SIGNIFICANT = 0x000000FF00FFFFFFULL;
 static const uint64_t DEAD_ENTRY = (uint64_t)MAGIC | (uint64_t)KIND_ENTRY << 16;
 /* LZ4Codec.maximumInputSize: the longest value that is ever compressed. */
 static const uint64_t LZ4_LONGEST = 0x7E000000;
-
-typedef uint32_t (*header_checksum_fn)(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
-                                       uint64_t w4, uint64_t w5);
-
-static uint32_t header_checksum_any(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3, uint64_t w4,
-                                    uint64_t w5) {
-    uint64_t image[6] = {w0, w1, w2, w3, w4, w5};
-    return lrd_crc32c_record_header(seed, image);
-}
-
-#if defined(HARDWARE)
-HARDWARE static ALWAYS_INLINE uint32_t header_checksum_hardware(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2,
-                                                                uint64_t w3, uint64_t w4, uint64_t w5) {
-    return header_crc_words(seed, w0, w1, w2, w3, w4, w5);
-}
-#endif
 
 static inline __attribute__((always_inline)) uint64_t dead_entries(header_checksum_fn header_checksum,
                                                                     const uint8_t *record, uint64_t room,

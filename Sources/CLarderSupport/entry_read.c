@@ -1,5 +1,4 @@
-#include "CLarderSupport.h"
-#include "crc32c_chain.h"
+#include "record_header.h"
 #include "../../include/larder.h"
 
 #include <time.h>
@@ -14,15 +13,6 @@
  * A writer of another process may change the record meanwhile: the checksums then fail, or the
  * caller's re-check (live bit, sequence, change counter) does. */
 
-enum {
-    HEADER_SIZE = 48,
-    ALIGNMENT = 16,
-    MAGIC = 0x524C,
-    KIND_ENTRY = 1,
-    COMPRESSED_FLAG = 1,
-    SLIDING_FLAG = 4,
-};
-static const uint64_t SEQUENCE_LIMIT = (uint64_t)1 << 62;
 /* Magic, kind, state and key length of the first word (flags and access bit may be anything). */
 static const uint64_t SIGNIFICANT = 0xFFFF00FF00FFFFFFULL;
 
@@ -75,18 +65,8 @@ static ALWAYS_INLINE int same_bytes(const uint8_t *a, const uint8_t *b, size_t n
  * lrd_crc32c and lrd_crc32c_then_copy, whose folding and blocks pay for the call. */
 #define INLINE_LENGTH 256
 
-typedef uint32_t (*header_checksum_fn)(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
-                                       uint64_t w4, uint64_t w5);
 typedef uint32_t (*key_checksum_fn)(uint32_t seed, const uint8_t *key, size_t key_length);
 typedef uint32_t (*value_checksum_fn)(uint32_t key_crc, uint8_t *destination, const uint8_t *value, size_t length);
-
-/* The header checksum (bytes 0-3 and 6-43) of the words loaded: the bytes that were checked are
- * the bytes that are used. */
-static uint32_t header_checksum_any(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3, uint64_t w4,
-                                    uint64_t w5) {
-    uint64_t image[6] = {w0, w1, w2, w3, w4, w5};
-    return lrd_crc32c_record_header(seed, image);
-}
 
 /* The data checksum is of key ++ value: the key's part first (before the record is read), then
  * the value's chained onto it while it is copied. */
@@ -99,11 +79,6 @@ static uint32_t value_checksum_any(uint32_t key_crc, uint8_t *destination, const
 }
 
 #if defined(HARDWARE)
-HARDWARE static ALWAYS_INLINE uint32_t header_checksum_hardware(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2,
-                                                         uint64_t w3, uint64_t w4, uint64_t w5) {
-    return header_crc_words(seed, w0, w1, w2, w3, w4, w5);
-}
-
 /* A word of a short buffer: its checksum, and its copy from the same register if `copy`. */
 #define SHORT_STEP(offset)                                                                                        \
     do {                                                                                                          \

@@ -1,5 +1,4 @@
-#include "CLarderSupport.h"
-#include "crc32c_chain.h"
+#include "record_header.h"
 
 /* The usual write of an entry's record, in one call (see CLarderSupport.h). The header's layout
  * and the order of its stores are those of docs/FORMAT.md 4 and Format/RecordHeader.swift
@@ -8,13 +7,10 @@
  * Invariant: no byte outside [record, record + 48 + key_length + stored length) is written.
  * The caller holds the writer lock and has checked that range against the file. */
 
-enum { HEADER_SIZE = 48, MAGIC = 0x524C, KIND_ENTRY = 1 };
 static const uint64_t LIVE_BIT = (uint64_t)1 << 32, VISITED_BIT = (uint64_t)1 << 40;
 
 typedef uint32_t (*data_store_fn)(uint32_t seed, uint8_t *record, const uint8_t *key, size_t key_length,
                                   const uint8_t *value, size_t length);
-typedef uint32_t (*header_checksum_fn)(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
-                                       uint64_t w4, uint64_t w5);
 
 /* Lengths up to which the key and value are checksummed and stored inline, in one chain each;
  * longer ones go through lrd_crc32c_then_store, whose blocks pay for the call. */
@@ -30,12 +26,6 @@ static uint32_t data_store_any(uint32_t seed, uint8_t *record, const uint8_t *ke
     return lrd_crc32c_then_store(seed, key_start, key_length, key_start + key_length, value, length);
 }
 
-static uint32_t header_checksum_any(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3, uint64_t w4,
-                                    uint64_t w5) {
-    uint64_t image[6] = {w0, w1, w2, w3, w4, w5};
-    return lrd_crc32c_record_header(seed, image);
-}
-
 #if defined(HARDWARE)
 /* Short keys and values copied from the registers they are checksummed from. */
 HARDWARE static ALWAYS_INLINE uint32_t data_store_hardware(uint32_t seed, uint8_t *record, const uint8_t *key,
@@ -45,11 +35,6 @@ HARDWARE static ALWAYS_INLINE uint32_t data_store_hardware(uint32_t seed, uint8_
     uint8_t *key_start = record + HEADER_SIZE;
     uint32_t crc = key ? crc_chain(~seed, 1, key_start, key, key_length) : crc_chain(~seed, 0, NULL, key_start, key_length);
     return ~crc_chain(crc, 1, key_start + key_length, value, length);
-}
-
-HARDWARE static ALWAYS_INLINE uint32_t header_checksum_hardware(uint32_t seed, uint64_t w0, uint64_t w1, uint64_t w2,
-                                                                uint64_t w3, uint64_t w4, uint64_t w5) {
-    return header_crc_words(seed, w0, w1, w2, w3, w4, w5);
 }
 #endif
 

@@ -128,9 +128,8 @@ int32_t lrd_view_get(const lrd_read_view *view, const void *key, size_t key_leng
  * LRD_ENTRY_VISITED. Bits 0-7 of `flags` are the header's flag byte. Returns the data checksum.
  * The fields it stores: the key (NULL when it is in place already) and its length, the value, the
  * header's lengths word (stored length in bits 0-31, raw length in bits 32-63), its sequence
- * number and its times (ms since the Unix epoch), passed one by one rather than in a struct (the
- * caller would store what the callee loads again). The key and value must not overlap the record
- * unless the key is in place (NULL). */
+ * number and its times (ms since the Unix epoch). The value never overlaps the record; the key
+ * does only when it is in place. */
 uint32_t lrd_entry_write(void *record, uint32_t seed, uint32_t flags, const void *key, size_t key_length,
                          const void *value, uint64_t lengths, uint64_t sequence, uint64_t expires_at,
                          uint64_t stored_at);

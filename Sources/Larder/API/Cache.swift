@@ -709,7 +709,7 @@ public final class Cache: @unchecked Sendable {
         // Readers of this process take the file as the write left it.
         storeReference._withUnsafeGuaranteedRef { store in
             store.publishView()
-            store.releaseWriterLockInline()
+            store.releaseWriterLock()
         }
         lockReference._withUnsafeGuaranteedRef { $0.unlockExclusive() }
     }

@@ -172,8 +172,8 @@ extension CacheStore {
         let key = entry.key, stored = entry.stored
         let record = file.mutableBytes(at: offset, count: reserved).baseAddress!
         let flags = entry.flags | (inSpan ? RecordHeader.placedInSpanFlag : 0)
-        // The usual write, in one call: the rest of the room becomes padding first, then the
-        // key, the value and their checksum, and the header last (`lrd_entry_write`).
+        // The usual write: the rest of the room becomes padding first (`padRest`), then one call
+        // writes the key, the value and their checksum, and the header last (`lrd_entry_write`).
         let keyLength = key.count, storedLength = stored.count, rawLength = entry.value.count
         let totalSize = RecordHeader.entrySize(keyLength: keyLength, storedLength: storedLength)
         precondition(offset & 7 == 0 && totalSize <= reserved, "bad record placement")

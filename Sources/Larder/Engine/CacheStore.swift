@@ -752,13 +752,9 @@ final class CacheStore {
         throw SystemCall.error("take the writer lock", errno: -rc).at(path)
     }
 
-    func releaseWriterLock() {
-        releaseWriterLock(afterFailure: false)
-    }
-
-    /// `releaseWriterLock`, inline: for `Cache`'s writes. Its usual path makes no call.
+    /// Gives the writer lock back. Inline: its usual path makes no call.
     @inline(__always)
-    func releaseWriterLockInline() {
+    func releaseWriterLock() {
         releaseWriterLock(afterFailure: false)
     }
 
