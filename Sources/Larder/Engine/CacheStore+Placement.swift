@@ -132,7 +132,7 @@ extension CacheStore {
             var passed = TailReclaimer.passDeadEntries(&allocator.value, budget: passable)
             testHooks.bytesPassedInRuns &+= passed
             if passed == 0 {
-                passed = try reclaimTailRecord(budget: &budget, unrelocated: .leave)
+                passed = try stepTailRecord(budget: &budget, unrelocated: .leave)
                 if passed == 0 { return }
             }
             remaining -= passed

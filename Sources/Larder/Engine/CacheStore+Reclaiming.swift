@@ -21,6 +21,12 @@ extension CacheStore {
             testHooks.bytesPassedInRuns &+= passed
             return passed
         }
+        return try stepTailRecord(budget: &budget, unrelocated: unrelocated)
+    }
+
+    /// `reclaimTailRecord` for a record that is not a dead entry the walk passes: the tail
+    /// reclaimer's general step. For a caller that has just tried the walk there.
+    func stepTailRecord(budget: inout ReclaimBudget, unrelocated: UnrelocatedRecord) throws(LarderError) -> Int {
         let tail = state.tail
         let reclaimer = reclaimer
         switch reclaimer.step(&allocator.value, budget: &budget, unrelocated: unrelocated) {
